@@ -1,0 +1,24 @@
+"""The timers schema, roles and tables.
+
+Revision ID: 0001
+Revises: 
+"""
+
+from __future__ import annotations
+
+from pgtimers.migrate import apply_sql_file
+
+revision = "0001"
+down_revision = None
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    """Apply sql/0001_schema.sql."""
+    apply_sql_file("0001_schema.sql")
+
+
+def downgrade() -> None:
+    """pgtimers migrations are forward-only."""
+    raise RuntimeError("pgtimers migrations are forward-only")

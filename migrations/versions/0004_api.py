@@ -1,0 +1,24 @@
+"""Timers.save/enable/delete/status, audit and notifications.
+
+Revision ID: 0004
+Revises: 0003
+"""
+
+from __future__ import annotations
+
+from pgtimers.migrate import apply_sql_file
+
+revision = "0004"
+down_revision = '0003'
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    """Apply sql/0004_api.sql."""
+    apply_sql_file("0004_api.sql")
+
+
+def downgrade() -> None:
+    """pgtimers migrations are forward-only."""
+    raise RuntimeError("pgtimers migrations are forward-only")

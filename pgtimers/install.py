@@ -1,0 +1,51 @@
+"""Install or upgrade the timers schema in a database, through this package's alembic chain."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import create_engine, pool
+
+from pgtimers.paths import migrations_dir
+
+VERSION_TABLE = "alembic_version"
+VERSION_SCHEMA = "timers"
+# Serialises concurrent installs into one database (any int8 constant unique to us).
+INSTALL_LOCK_KEY = 7_455_331_210_001
+
+
+def alembic_config(dsn: str | None = None) -> Config:
+    """An alembic Config for this package's migrations (no alembic.ini needed)."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    if dsn is not None:
+        cfg.attributes["dsn"] = dsn
+    return cfg
+
+
+def engine_for(dsn: str) -> Any:
+    """A SQLAlchemy engine that connects through psycopg with the DSN as given."""
+    return create_engine(
+        "postgresql+psycopg://", creator=lambda: psycopg.connect(dsn), poolclass=pool.NullPool
+    )
+
+
+def install(dsn: str, revision: str = "head") -> str | None:
+    """Upgrade the database to `revision`; returns the revision it is at afterwards."""
+    command.upgrade(alembic_config(dsn), revision)
+    return current_revision(dsn)
+
+
+def current_revision(dsn: str) -> str | None:
+    """The pgtimers revision installed in the database, or None when there is none."""
+    with psycopg.connect(dsn) as conn:
+        found = conn.execute(
+            "SELECT to_regclass('timers.alembic_version') IS NOT NULL"
+        ).fetchone()
+        if not found or not found[0]:
+            return None
+        row = conn.execute("SELECT version_num FROM timers.alembic_version").fetchone()
+        return None if row is None else str(row[0])

@@ -1,0 +1,14 @@
+"""Helpers for alembic revisions: each revision applies exactly one file from sql/."""
+
+from __future__ import annotations
+
+from alembic import op
+
+from pgtimers.paths import sql_file
+
+
+def apply_sql_file(name: str) -> None:
+    """Run one versioned SQL file on the migration's connection, inside its transaction."""
+    driver_conn = op.get_bind().connection.driver_connection
+    # No parameters: psycopg sends the file with the simple protocol, so it may hold many statements.
+    driver_conn.execute(sql_file(name))

@@ -1,0 +1,1 @@
+-- pgtimers 0002_schedule: (being written)

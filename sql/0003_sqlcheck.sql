@@ -1,0 +1,1 @@
+-- pgtimers 0003_sqlcheck: (being written)

@@ -1,0 +1,1 @@
+-- pgtimers 0004_api: (being written)

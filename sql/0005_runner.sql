@@ -1,0 +1,1 @@
+-- pgtimers 0005_runner: (being written)
