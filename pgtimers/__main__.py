@@ -1,0 +1,9 @@
+"""`python -m pgtimers` runs the command line."""
+
+from __future__ import annotations
+
+import sys
+
+from pgtimers.cli import main
+
+sys.exit(main())
