@@ -1,4 +1,4 @@
-"""Alembic environment for pgtimers: its own version table in schema timers, one lock per install."""
+"""Alembic environment for pgtimers: its own version table in schema timers, one install lock."""
 
 from __future__ import annotations
 

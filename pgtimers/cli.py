@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import sys
 from collections.abc import Sequence
@@ -55,6 +56,36 @@ def cmd_next(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _date(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad date '{text}': use YYYY-MM-DD") from None
+
+
+def cmd_calendar_import(args: argparse.Namespace) -> int:
+    """Build a trading calendar from an exchange's sessions."""
+    from pgtimers.calendar_import import CalendarImportError, apply_plan, plan_from_exchange
+
+    today = dt.date.today()
+    start = args.from_day or dt.date(today.year, 1, 1)
+    end = args.to_day or dt.date(today.year + 1, 12, 31)
+    name = args.name or args.exchange.lower()
+    try:
+        plan = plan_from_exchange(args.exchange, start, end)
+    except CalendarImportError as exc:
+        print(f"pgtimers: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    with psycopg.connect(resolve_dsn(args.dsn)) as conn:
+        counts = apply_plan(conn, name, plan)
+    print(
+        f"calendar {name}: {args.exchange} from {start} to {end}, week {plan.week},"
+        f" {counts['holidays']} holidays, {counts['trading_days']} extra trading days"
+        f" ({counts['changed']} changed, {counts['removed']} removed)"
+    )
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
@@ -85,6 +116,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timezone", help="zone of the wall times (default: the database's)")
     _add_dsn(p)
     p.set_defaults(func=cmd_next)
+
+    cal = sub.add_parser("calendar", help="trading calendars")
+    cal_sub = cal.add_subparsers(dest="calendar_command", required=True, metavar="ACTION")
+    p = cal_sub.add_parser(
+        "import",
+        help="build a calendar from the exchange_calendars package",
+        epilog="example: pgtimers calendar import XNYS --from 2026-01-01 --to 2027-12-31"
+        " --name nyse",
+    )
+    p.add_argument("exchange", help="ISO MIC code of the exchange, like XNYS")
+    p.add_argument("--from", dest="from_day", type=_date, help="first day (default: Jan 1)")
+    p.add_argument("--to", dest="to_day", type=_date, help="last day (default: end of next year)")
+    p.add_argument("--name", help="calendar name (default: the code in lower case)")
+    _add_dsn(p)
+    p.set_defaults(func=cmd_calendar_import)
 
     try:
         from pgtimers import runcmd

@@ -1,7 +1,7 @@
 """The timers schema, roles and tables.
 
 Revision ID: 0001
-Revises: 
+Revises:
 """
 
 from __future__ import annotations

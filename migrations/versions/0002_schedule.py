@@ -9,7 +9,7 @@ from __future__ import annotations
 from pgtimers.migrate import apply_sql_file
 
 revision = "0002"
-down_revision = '0001'
+down_revision = "0001"
 branch_labels = None
 depends_on = None
 

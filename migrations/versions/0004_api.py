@@ -9,7 +9,7 @@ from __future__ import annotations
 from pgtimers.migrate import apply_sql_file
 
 revision = "0004"
-down_revision = '0003'
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 

@@ -61,7 +61,11 @@ def test_alembic_command_line_upgrades_from_a_checkout(empty_db: Database, db: D
     env = {**os.environ, "PGTIMERS_DSN": empty_db.dsn}
     result = subprocess.run(
         [sys.executable, "-m", "alembic", "-c", str(ROOT / "alembic.ini"), "upgrade", "head"],
-        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert snapshot(empty_db.dsn) == snapshot(db.dsn)
@@ -70,7 +74,9 @@ def test_alembic_command_line_upgrades_from_a_checkout(empty_db: Database, db: D
 def test_pgtimers_install_command(empty_db: Database) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "pgtimers", "install", "--dsn", empty_db.dsn],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert "pgtimers schema at revision" in result.stdout

@@ -70,8 +70,10 @@ def test_nobody_can_save_a_timer_that_runs_as_someone_else(db: Database) -> None
         with pytest.raises(errors.InsufficientPrivilege):
             alice.execute("UPDATE timers.timers SET owner = 'postgres'")
         with pytest.raises(errors.InsufficientPrivilege):
-            alice.execute("INSERT INTO timers.audit (actor, session, action, object) "
-                          "VALUES ('x', 'x', 'x', 'x')")
+            alice.execute(
+                "INSERT INTO timers.audit (actor, session, action, object) "
+                "VALUES ('x', 'x', 'x', 'x')"
+            )
         # Executors are out of reach by name.
         with pytest.raises(errors.InsufficientPrivilege):
             alice.execute("SELECT timers._exec_as('postgres', 'SELECT 1')")
@@ -132,7 +134,7 @@ def test_timer_sql_cannot_leave_its_owner(db: Database) -> None:
         ):
             with pytest.raises(errors.InsufficientPrivilege, match="security-definer"):
                 su.execute("SELECT timers._exec_as('pgt_alice', %s)", [escape])
-        with pytest.raises(psycopg.Error, match="invalid transaction termination|cannot"):
+        with pytest.raises(psycopg.Error, match=r"invalid transaction termination|cannot"):
             su.execute("SELECT timers._exec_as('pgt_alice', 'COMMIT')")
         with pytest.raises(errors.InsufficientPrivilege):
             su.execute("SELECT timers._exec_as('pgt_alice', 'CREATE TABLE pg_catalog.x (a int)')")

@@ -1,0 +1,416 @@
+-- pgtimers 0006: trading calendars — week eras, holidays, extra trading days,
+-- a known range (valid_from .. valid_until), and the timers that follow them.
+-- Every change is admin-only, audited, and re-plans the calendar's timers in the
+-- same transaction, so a holiday added in the morning is skipped that afternoon.
+
+-- A week as text ('mon-fri', 'sun-thu', 'mon,wed,fri', 'fri-sun', 'weekdays', 'none')
+-- as a mask: bit 0 = Sunday .. bit 6 = Saturday.
+CREATE OR REPLACE FUNCTION timers._parse_week(p_week text) RETURNS smallint
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_days constant text[] := ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
+    v_text text := lower(btrim(coalesce(p_week, '')));
+    v_mask integer := 0;
+    v_part text;
+    v_from integer;
+    v_to integer;
+    v_bounds text[];
+BEGIN
+    IF v_text = 'weekdays' THEN
+        RETURN 62;
+    ELSIF v_text IN ('none', '') THEN
+        RETURN CASE WHEN v_text = 'none' THEN 0 END;
+    END IF;
+    FOREACH v_part IN ARRAY string_to_array(regexp_replace(v_text, '\s+', '', 'g'), ',') LOOP
+        v_bounds := string_to_array(v_part, '-');
+        IF cardinality(v_bounds) NOT IN (1, 2) THEN
+            RETURN NULL;
+        END IF;
+        v_from := array_position(v_days, v_bounds[1]) - 1;
+        v_to := array_position(v_days, v_bounds[cardinality(v_bounds)]) - 1;
+        IF v_from IS NULL OR v_to IS NULL THEN
+            RETURN NULL;
+        END IF;
+        LOOP  -- a range may go past Saturday: fri-sun
+            v_mask := v_mask | (1 << v_from);
+            EXIT WHEN v_from = v_to;
+            v_from := (v_from + 1) % 7;
+        END LOOP;
+    END LOOP;
+    RETURN v_mask;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers._week_mask(p_week text) RETURNS smallint
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_mask smallint := timers._parse_week(p_week);
+BEGIN
+    IF v_mask IS NULL THEN
+        RAISE EXCEPTION 'bad week ''%''; use days like ''mon-fri'', ''sun-thu'', ''mon,wed,fri'', ''fri-sun'', ''weekdays'' or ''none'' (days: sun mon tue wed thu fri sat)', p_week
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN v_mask;
+END
+$$;
+
+-- The mask back as text, for reading: 62 -> 'mon,tue,wed,thu,fri'.
+CREATE OR REPLACE FUNCTION timers._week_text(p_mask smallint) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT coalesce(string_agg(d, ',' ORDER BY i), 'none')
+          FROM unnest(ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat']) WITH ORDINALITY AS x(d, i)
+         WHERE p_mask & (1 << (i - 1)::integer) <> 0
+    $$;
+
+CREATE OR REPLACE FUNCTION timers._check_calendar_name(p_name text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9_-]{1,64}$' THEN
+        RAISE EXCEPTION 'bad calendar name ''%'': use 1 to 64 letters, digits, "_" and "-"',
+            left(coalesce(p_name, 'NULL'), 80) USING ERRCODE = '22023';
+    END IF;
+    RETURN p_name;
+END
+$$;
+
+-- The stored name of a calendar (names compare case-insensitively); raises when missing.
+CREATE OR REPLACE FUNCTION timers._calendar(p_name text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_name text;
+BEGIN
+    SELECT c.name INTO v_name FROM timers.calendars c WHERE lower(c.name) = lower(p_name);
+    IF v_name IS NULL THEN
+        RAISE EXCEPTION 'there is no calendar ''%'' in database %', p_name, current_database()
+            USING ERRCODE = 'P0002',
+                  HINT = format('Make it with SELECT timers.save_calendar(%L, ''mon-fri'');', p_name);
+    END IF;
+    RETURN v_name;
+END
+$$;
+
+-- A day outside the calendar's known range is an error, never a guess.
+CREATE OR REPLACE FUNCTION timers._calendar_known(p_name text, p_day date) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    c timers.calendars;
+BEGIN
+    SELECT * INTO c FROM timers.calendars WHERE lower(name) = lower(p_name);
+    IF (c.valid_from IS NOT NULL AND p_day < c.valid_from)
+       OR (c.valid_until IS NOT NULL AND p_day > c.valid_until) THEN
+        RAISE EXCEPTION 'calendar ''%'' is known from % until %, not on %', c.name,
+            coalesce(c.valid_from::text, 'the start'), coalesce(c.valid_until::text, 'the end'), p_day
+            USING ERRCODE = '22023',
+                  HINT = 'Import a newer range (pgtimers calendar import) or widen it with timers.save_calendar(name, week, valid_from, valid_until).';
+    END IF;
+END
+$$;
+
+-- Re-plan every armed timer that follows the calendar. A due time already owed
+-- is re-checked from just before it, so an edit moves it rather than losing it.
+-- Rows being run are skipped: the run plans its next time when it commits.
+CREATE OR REPLACE FUNCTION timers._replan_calendar(p_name text) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    t timers.timers;
+    v_now timestamptz;
+    v_count integer := 0;
+BEGIN
+    FOR t IN
+        SELECT * FROM timers.timers
+         WHERE spec->>'kind' = 'trading' AND lower(spec->>'calendar') = lower(p_name)
+           AND enabled AND NOT expired
+         FOR UPDATE SKIP LOCKED
+    LOOP
+        v_now := timers._now(t.test_clock);
+        UPDATE timers.timers
+           SET next_due_at = timers._plan(t, CASE WHEN t.next_due_at <= v_now
+                                                  THEN t.next_due_at - interval '1 microsecond'
+                                                  ELSE v_now END)
+         WHERE id = t.id;
+        v_count := v_count + 1;
+    END LOOP;
+    IF v_count > 0 THEN
+        PERFORM timers._notify('calendar', p_name);
+    END IF;
+    RETURN v_count;
+END
+$$;
+
+-- A readable summary of a calendar.
+CREATE OR REPLACE FUNCTION timers._calendar_json(p_name text) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT jsonb_build_object(
+            'name', c.name,
+            'valid_from', c.valid_from,
+            'valid_until', c.valid_until,
+            'weeks', coalesce((SELECT jsonb_agg(jsonb_build_object(
+                        'from_day', CASE WHEN w.from_day = '-infinity' THEN NULL ELSE w.from_day END,
+                        'week', timers._week_text(w.days)) ORDER BY w.from_day)
+                    FROM timers.calendar_weeks w WHERE w.calendar = c.name), '[]'),
+            'holidays', (SELECT count(*) FROM timers.calendar_days d WHERE d.calendar = c.name AND NOT d.trading),
+            'trading_days', (SELECT count(*) FROM timers.calendar_days d WHERE d.calendar = c.name AND d.trading),
+            'timers', (SELECT count(*) FROM timers.timers t
+                        WHERE t.spec->>'kind' = 'trading' AND lower(t.spec->>'calendar') = lower(c.name)))
+          FROM timers.calendars c WHERE lower(c.name) = lower(p_name)
+    $$;
+
+CREATE OR REPLACE FUNCTION timers._calendar_changed(p_actor name, p_action text, p_name text, p_detail jsonb)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    UPDATE timers.calendars SET updated_at = now() WHERE lower(name) = lower(p_name);
+    PERFORM timers._audit(p_actor, p_action, p_name, p_detail);
+    PERFORM timers._replan_calendar(p_name);
+END
+$$;
+
+-- ---------------------------------------------------------------- definer bodies
+
+CREATE OR REPLACE FUNCTION timers._save_calendar(p_actor name, p_name text, p_week text,
+                                                 p_valid_from date, p_valid_until date)
+    RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_mask smallint := timers._week_mask(p_week);
+    v_name text;
+    v_created boolean;
+BEGIN
+    PERFORM timers._check_calendar_name(p_name);
+    IF p_valid_from IS NOT NULL AND p_valid_until IS NOT NULL AND p_valid_until < p_valid_from THEN
+        RAISE EXCEPTION 'valid_until % is before valid_from %', p_valid_until, p_valid_from USING ERRCODE = '22023';
+    END IF;
+    SELECT name INTO v_name FROM timers.calendars WHERE lower(name) = lower(p_name) FOR UPDATE;
+    v_created := v_name IS NULL;
+    IF v_created THEN
+        INSERT INTO timers.calendars (name, valid_from, valid_until)
+        VALUES (p_name, p_valid_from, p_valid_until) RETURNING name INTO v_name;
+    ELSE
+        UPDATE timers.calendars SET valid_from = p_valid_from, valid_until = p_valid_until
+         WHERE name = v_name;
+    END IF;
+    -- The base era, in force before any dated one.
+    INSERT INTO timers.calendar_weeks (calendar, from_day, days) VALUES (v_name, '-infinity', v_mask)
+    ON CONFLICT (calendar, from_day) DO UPDATE SET days = EXCLUDED.days;
+    PERFORM timers._calendar_changed(p_actor, 'save_calendar', v_name, jsonb_build_object(
+        'created', v_created, 'week', timers._week_text(v_mask),
+        'valid_from', p_valid_from, 'valid_until', p_valid_until));
+    RETURN timers._calendar_json(v_name);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers._set_calendar_week(p_actor name, p_name text, p_from_day date, p_week text)
+    RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_name text := timers._calendar(p_name);
+    v_mask smallint := timers._week_mask(p_week);
+BEGIN
+    IF p_from_day IS NULL THEN
+        RAISE EXCEPTION 'from_day is NULL: give the first day of the new week, like ''2026-07-17''' USING ERRCODE = '22004';
+    END IF;
+    INSERT INTO timers.calendar_weeks (calendar, from_day, days) VALUES (v_name, p_from_day, v_mask)
+    ON CONFLICT (calendar, from_day) DO UPDATE SET days = EXCLUDED.days;
+    PERFORM timers._calendar_changed(p_actor, 'set_calendar_week', v_name,
+        jsonb_build_object('from_day', p_from_day, 'week', timers._week_text(v_mask)));
+    RETURN timers._calendar_json(v_name);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers._set_calendar_day(p_actor name, p_name text, p_day date,
+                                                    p_trading boolean, p_note text)
+    RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_name text := timers._calendar(p_name);
+BEGIN
+    IF p_day IS NULL OR NOT isfinite(p_day) THEN
+        RAISE EXCEPTION 'day is %: give a date like ''2027-01-04''', coalesce(p_day::text, 'NULL') USING ERRCODE = '22004';
+    END IF;
+    INSERT INTO timers.calendar_days (calendar, day, trading, note)
+    VALUES (v_name, p_day, p_trading, coalesce(p_note, ''))
+    ON CONFLICT (calendar, day) DO UPDATE SET trading = EXCLUDED.trading, note = EXCLUDED.note;
+    PERFORM timers._calendar_changed(p_actor, CASE WHEN p_trading THEN 'add_trading_day' ELSE 'add_holiday' END,
+        v_name, jsonb_build_object('day', p_day, 'note', coalesce(p_note, '')));
+    RETURN timers._calendar_json(v_name);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers._remove_day(p_actor name, p_name text, p_day date) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_name text := timers._calendar(p_name);
+BEGIN
+    DELETE FROM timers.calendar_days WHERE calendar = v_name AND day = p_day;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'calendar ''%'' has no holiday or extra trading day on %', v_name, p_day
+            USING ERRCODE = 'P0002';
+    END IF;
+    PERFORM timers._calendar_changed(p_actor, 'remove_day', v_name, jsonb_build_object('day', p_day));
+    RETURN timers._calendar_json(v_name);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers._drop_calendar(p_actor name, p_name text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_name text := timers._calendar(p_name);
+    v_timers bigint;
+BEGIN
+    DELETE FROM timers.calendars WHERE name = v_name;
+    -- Its timers are now due every day and each run fails until the calendar is back.
+    v_timers := timers._replan_calendar(v_name);
+    PERFORM timers._audit(p_actor, 'drop_calendar', v_name, jsonb_build_object('timers', v_timers));
+    RETURN jsonb_build_object('dropped', true, 'timers', v_timers);
+END
+$$;
+
+-- ---------------------------------------------------------------- public API
+
+CREATE OR REPLACE FUNCTION timers.save_calendar(name text, week text DEFAULT 'mon-fri',
+                                                valid_from date DEFAULT NULL, valid_until date DEFAULT NULL)
+    RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM timers._require_admin('save a calendar');
+    RETURN timers._save_calendar(current_user, save_calendar.name, save_calendar.week,
+                                 save_calendar.valid_from, save_calendar.valid_until);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers.set_calendar_week(name text, from_day date, week text) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM timers._require_admin('change a calendar');
+    RETURN timers._set_calendar_week(current_user, set_calendar_week.name, set_calendar_week.from_day,
+                                     set_calendar_week.week);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers.add_holiday(name text, day date, note text DEFAULT '') RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM timers._require_admin('change a calendar');
+    RETURN timers._set_calendar_day(current_user, add_holiday.name, add_holiday.day, false, add_holiday.note);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers.add_trading_day(name text, day date, note text DEFAULT '') RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM timers._require_admin('change a calendar');
+    RETURN timers._set_calendar_day(current_user, add_trading_day.name, add_trading_day.day, true,
+                                    add_trading_day.note);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers.remove_day(name text, day date) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM timers._require_admin('change a calendar');
+    RETURN timers._remove_day(current_user, remove_day.name, remove_day.day);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers.drop_calendar(name text) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM timers._require_admin('drop a calendar');
+    RETURN timers._drop_calendar(current_user, drop_calendar.name);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers.is_trading_day(name text, day date) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_name text := timers._calendar(is_trading_day.name);
+BEGIN
+    PERFORM timers._calendar_known(v_name, is_trading_day.day);
+    RETURN timers._trading_day(v_name, is_trading_day.day);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers.trading_days(name text, from_day date, to_day date) RETURNS SETOF date
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_name text := timers._calendar(trading_days.name);
+BEGIN
+    IF from_day IS NULL OR to_day IS NULL OR to_day < from_day OR to_day - from_day > 366 * 100 THEN
+        RAISE EXCEPTION 'bad range % .. %: give from_day <= to_day, at most 100 years apart', from_day, to_day
+            USING ERRCODE = '22023';
+    END IF;
+    PERFORM timers._calendar_known(v_name, from_day);
+    PERFORM timers._calendar_known(v_name, to_day);
+    RETURN QUERY
+        SELECT d::date FROM generate_series(from_day, to_day, interval '1 day') AS g(d)
+         WHERE timers._trading_day(v_name, d::date);
+END
+$$;
+
+COMMENT ON FUNCTION timers.save_calendar(text, text, date, date) IS
+    'Create a trading calendar, or set its base week and known range (valid_from .. valid_until; NULL = open). Needs pgtimers_admin.';
+COMMENT ON FUNCTION timers.set_calendar_week(text, date, text) IS
+    'From from_day on, the calendar trades on these days (an era), until a later era starts. Needs pgtimers_admin.';
+COMMENT ON FUNCTION timers.add_holiday(text, date, text) IS
+    'A day the calendar does not trade; its timers are re-planned at once. Needs pgtimers_admin.';
+COMMENT ON FUNCTION timers.add_trading_day(text, date, text) IS
+    'An extra trading day, e.g. a make-up Saturday; its timers are re-planned at once. Needs pgtimers_admin.';
+COMMENT ON FUNCTION timers.remove_day(text, date) IS
+    'Remove a holiday or extra trading day; the week decides that day again. Needs pgtimers_admin.';
+COMMENT ON FUNCTION timers.drop_calendar(text) IS
+    'Drop a calendar. Its timers become due every day and each run fails until the calendar is made again. Needs pgtimers_admin.';
+COMMENT ON FUNCTION timers.is_trading_day(text, date) IS
+    'Whether the calendar trades on the day; an error outside the calendar''s known range.';
+COMMENT ON FUNCTION timers.trading_days(text, date, date) IS
+    'The trading days of a calendar from from_day to to_day, inclusive.';
+
+REVOKE ALL ON FUNCTION timers._save_calendar(name, text, text, date, date),
+    timers._set_calendar_week(name, text, date, text), timers._set_calendar_day(name, text, date, boolean, text),
+    timers._remove_day(name, text, date), timers._drop_calendar(name, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION timers._save_calendar(name, text, text, date, date),
+    timers._set_calendar_week(name, text, date, text), timers._set_calendar_day(name, text, date, boolean, text),
+    timers._remove_day(name, text, date), timers._drop_calendar(name, text) TO pgtimers_admin;
