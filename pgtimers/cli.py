@@ -1,4 +1,4 @@
-"""The `pgtimers` command: install, preview schedules, run the runner."""
+"""The `pgtimers` command: install, administer timers, import calendars, run the runner."""
 
 from __future__ import annotations
 
@@ -6,13 +6,14 @@ import argparse
 import datetime as dt
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import psycopg
 
-from pgtimers import __version__
+from pgtimers import __version__, cli_admin
+from pgtimers.cli_admin import EXIT_BAD_INPUT, EXIT_OK
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+Command = Callable[[psycopg.Connection, argparse.Namespace], int]
 
 
 def resolve_dsn(dsn: str | None) -> str:
@@ -22,37 +23,30 @@ def resolve_dsn(dsn: str | None) -> str:
         return found
     from pgtimers.embedded import embedded_dsn
 
-    return embedded_dsn()
+    return str(embedded_dsn())
 
 
 def _add_dsn(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dsn",
-        help="database to use (default: PGTIMERS_DSN, DATABASE_URL, else the embedded server)",
+        help="database (default: PGTIMERS_DSN, else DATABASE_URL, else the embedded server)",
     )
+
+
+def _with_conn(command: Command) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        with psycopg.connect(resolve_dsn(args.dsn), autocommit=True) as conn:
+            return command(conn, args)
+
+    return run
 
 
 def cmd_install(args: argparse.Namespace) -> int:
     """Install or upgrade the timers schema."""
     from pgtimers.install import install
 
-    dsn = resolve_dsn(args.dsn)
-    revision = install(dsn)
+    revision = install(resolve_dsn(args.dsn))
     print(f"pgtimers schema at revision {revision}")
-    return EXIT_OK
-
-
-def cmd_next(args: argparse.Namespace) -> int:
-    """Preview the next due times of a schedule."""
-    with psycopg.connect(resolve_dsn(args.dsn), autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT to_char(t AT TIME ZONE z, 'Dy YYYY-MM-DD HH24:MI:SS'), z"
-            " FROM timers.next_runs(%s, %s, timezone => %s) AS t,"
-            " LATERAL (SELECT coalesce(%s, timers._default_zone()) AS z) zz",
-            [args.schedule, args.n, args.timezone, args.timezone],
-        ).fetchall()
-    for when, zone in rows:
-        print(f"{when} {zone}")
     return EXIT_OK
 
 
@@ -61,6 +55,12 @@ def _date(text: str) -> dt.date:
         return dt.date.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"bad date '{text}': use YYYY-MM-DD") from None
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number of 1 or more")
+    return int(text)
 
 
 def cmd_calendar_import(args: argparse.Namespace) -> int:
@@ -86,58 +86,141 @@ def cmd_calendar_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _sub(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, example: str
+) -> argparse.ArgumentParser:
+    parser = sub.add_parser(
+        name,
+        help=help,
+        description=help,
+        epilog=f"example:\n  {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_dsn(parser)
+    return parser
+
+
+def _admin_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _sub(
+        sub,
+        "list",
+        "list the timers: schedule, next and last run, result, last error",
+        "pgtimers list --json",
+    )
+    p.add_argument("--json", action="store_true", help="the GET /api/timers body")
+    p.set_defaults(func=_with_conn(cli_admin.cmd_list))
+
+    p = _sub(
+        sub,
+        "show",
+        "one timer in full, its last 10 runs and next 5 due times",
+        "pgtimers show shop_totals",
+    )
+    p.add_argument("name")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_with_conn(cli_admin.cmd_show))
+
+    p = _sub(
+        sub,
+        "save",
+        "create or replace a timer (it runs as the role you connect as)",
+        "pgtimers save shop_totals 'every 5m' 'CALL refresh_shop_totals()'",
+    )
+    p.add_argument("name")
+    p.add_argument("schedule")
+    p.add_argument("sql")
+    p.add_argument("--disabled", action="store_true", help="save it turned off")
+    p.add_argument("--timezone", help="zone of its wall times (default: the database's)")
+    p.add_argument(
+        "--catch-up",
+        choices=["skip", "latest", "all"],
+        help="what to do with due times missed while no runner was up",
+    )
+    p.add_argument("--start-at", help="not before this time (ISO 8601)")
+    p.add_argument("--end-at", help="not after this time (ISO 8601)")
+    p.add_argument("--max-runs", type=_positive, help="expire after this many runs")
+    p.add_argument("--timeout", help="time limit of a run, like '30 s' (default 10 min)")
+    p.add_argument("--locked", action="store_true", help="only a superuser can unlock it")
+    p.add_argument("--test-clock", help="live on this test clock's time")
+    p.set_defaults(func=_with_conn(cli_admin.cmd_save))
+
+    for name, enabled in (("enable", True), ("disable", False)):
+        p = _sub(
+            sub, name, f"turn a timer {'on' if enabled else 'off'}", f"pgtimers {name} nightly"
+        )
+        p.add_argument("name")
+        p.set_defaults(func=_with_conn(cli_admin.cmd_enable), enabled=enabled)
+
+    p = _sub(sub, "delete", "delete a timer", "pgtimers delete nightly")
+    p.add_argument("name")
+    p.set_defaults(func=_with_conn(cli_admin.cmd_delete))
+
+    p = _sub(
+        sub,
+        "history",
+        "a timer's runs and skipped due times, newest first",
+        "pgtimers history shop_totals -n 50",
+    )
+    p.add_argument("name")
+    p.add_argument("-n", type=_positive, default=20, help="how many (default 20)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_with_conn(cli_admin.cmd_history))
+
+    p = _sub(
+        sub,
+        "next",
+        "preview the next due times of a schedule",
+        "pgtimers next 'sun-thu 11:00' -n 5 --timezone Asia/Kathmandu",
+    )
+    p.add_argument("schedule")
+    p.add_argument("-n", type=_positive, default=5, help="how many (default 5)")
+    p.add_argument("--timezone", help="zone of the wall times (default: the database's)")
+    p.set_defaults(func=_with_conn(cli_admin.cmd_next))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
         prog="pgtimers",
         description="PostgreSQL-native timers: the database runs saved SQL at set times.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="examples:\n  pgtimers install --dsn postgresql://localhost/app\n"
-        "  pgtimers next 'cron 0 9 * * 1-5' -n 3 --timezone Asia/Kathmandu\n  pgtimers run",
+        epilog="exit codes: 0 ok, 1 a failed run, 2 bad input (the error on stderr)\n\n"
+        "examples:\n  pgtimers run\n  pgtimers install --dsn postgresql://localhost/app\n"
+        "  pgtimers save shop_totals 'every 5m' 'CALL refresh_shop_totals()'\n"
+        "  pgtimers list\n  pgtimers next 'cron 0 9 * * 1-5' -n 3 --timezone Asia/Kathmandu",
     )
     parser.add_argument("--version", action="version", version=f"pgtimers {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser(
+    p = _sub(
+        sub,
         "install",
-        help="install or upgrade the timers schema (idempotent)",
-        epilog="example: pgtimers install --dsn postgresql://localhost/app",
+        "install or upgrade the timers schema (idempotent)",
+        "pgtimers install --dsn postgresql://localhost/app",
     )
-    _add_dsn(p)
     p.set_defaults(func=cmd_install)
 
-    p = sub.add_parser(
-        "next",
-        help="preview the next due times of a schedule",
-        epilog="example: pgtimers next 'sun-thu 11:00' -n 5 --timezone Asia/Kathmandu",
-    )
-    p.add_argument("schedule")
-    p.add_argument("-n", type=int, default=5, help="how many due times (default 5)")
-    p.add_argument("--timezone", help="zone of the wall times (default: the database's)")
-    _add_dsn(p)
-    p.set_defaults(func=cmd_next)
+    _admin_commands(sub)
 
-    cal = sub.add_parser("calendar", help="trading calendars")
+    cal = sub.add_parser("calendar", help="trading calendars: import from exchange_calendars")
     cal_sub = cal.add_subparsers(dest="calendar_command", required=True, metavar="ACTION")
-    p = cal_sub.add_parser(
+    p = _sub(
+        cal_sub,
         "import",
-        help="build a calendar from the exchange_calendars package",
-        epilog="example: pgtimers calendar import XNYS --from 2026-01-01 --to 2027-12-31"
-        " --name nyse",
+        "build a calendar from the exchange_calendars package",
+        "pgtimers calendar import XNYS --from 2026-01-01 --to 2027-12-31 --name nyse",
     )
     p.add_argument("exchange", help="ISO MIC code of the exchange, like XNYS")
     p.add_argument("--from", dest="from_day", type=_date, help="first day (default: Jan 1)")
     p.add_argument("--to", dest="to_day", type=_date, help="last day (default: end of next year)")
     p.add_argument("--name", help="calendar name (default: the code in lower case)")
-    _add_dsn(p)
     p.set_defaults(func=cmd_calendar_import)
 
     try:
         from pgtimers import runcmd
-    except ImportError:
-        pass
-    else:
-        runcmd.add_parser(sub)
+    except ImportError:  # until the runner lands
+        return parser
+    runcmd.add_parser(sub)
     return parser
 
 

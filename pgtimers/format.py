@@ -1,0 +1,49 @@
+"""Human-readable output for the CLI: relative times and plain text tables."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+_UNITS = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
+
+
+def relative(ms: int, now_ms: int) -> str:
+    """`in 3 min`, `12 s ago`, or `-` for 0 (never / not planned)."""
+    if not ms:
+        return "-"
+    delta = (ms - now_ms) / 1000
+    size = abs(delta)
+    if size < 1:
+        return "now"
+    unit, seconds = next(u for u in _UNITS if size >= u[1])
+    text = f"{int(size // seconds)} {unit}"
+    return f"in {text}" if delta > 0 else f"{text} ago"
+
+
+def timestamp(ms: int) -> str:
+    """Unix milliseconds as UTC ISO 8601, or `-` for 0."""
+    if not ms:
+        return "-"
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], width: int = 60) -> str:
+    """A left-aligned text table; cells longer than `width` are cut with an ellipsis."""
+
+    def cell(value: object) -> str:
+        text = "" if value is None else str(value).replace("\n", " ")
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+    cells = [[cell(h) for h in headers], *[[cell(v) for v in row] for row in rows]]
+    sizes = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(s) for c, s in zip(r, sizes, strict=True)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * s for s in sizes))
+    return "\n".join(lines)
+
+
+def result_word(last_ok: bool | None) -> str:
+    """The result column: ok, FAILED, or - before the first run."""
+    if last_ok is None:
+        return "-"
+    return "ok" if last_ok else "FAILED"

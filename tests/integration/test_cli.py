@@ -1,0 +1,115 @@
+"""The pgtimers CLI against a real database: output, exit codes, errors on stderr."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import Database
+
+
+def cli(db: Database, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pgtimers", *args, "--dsn", db.dsn],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_save_list_show_disable_delete(db: Database) -> None:
+    saved = cli(db, "save", "shop_totals", "every 5m", "SELECT 1", "--timezone", "UTC")
+    assert saved.returncode == 0, saved.stderr
+    assert json.loads(saved.stdout)["schedule"] == "every 5m"
+
+    listed = cli(db, "list")
+    assert listed.returncode == 0
+    header, rule, row = listed.stdout.splitlines()
+    assert header.split() == [
+        "name",
+        "schedule",
+        "state",
+        "next",
+        "run",
+        "last",
+        "run",
+        "result",
+        "last",
+        "error",
+    ]
+    assert row.startswith("shop_totals") and "in " in row and " on " in row
+
+    body = json.loads(cli(db, "list", "--json").stdout)
+    assert set(body) == {"now_ms", "timers"} and body["timers"][0]["name"] == "shop_totals"
+
+    shown = cli(db, "show", "shop_totals")
+    assert shown.returncode == 0 and "next due times:" in shown.stdout
+    assert shown.stdout.count(":00:00+00:00") + shown.stdout.count(":05:00+00:00") >= 1
+
+    off = cli(db, "disable", "shop_totals")
+    assert off.returncode == 0 and json.loads(off.stdout)["enabled"] is False
+    assert " off " in cli(db, "list").stdout
+
+    gone = cli(db, "delete", "shop_totals")
+    assert gone.returncode == 0 and json.loads(gone.stdout) == {"deleted": True}
+    assert "no timers yet" in cli(db, "list").stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("save", "x", "every day", "SELECT 1"), 'bad "every" schedule'),
+        (("save", "bad name", "hourly", "SELECT 1"), "bad timer name"),
+        (("show", "missing"), "there is no timer 'missing'"),
+        (("delete", "missing"), "there is no timer 'missing'"),
+        (("history", "missing"), "there is no timer 'missing'"),
+        (("next", "cron 61 * * * *"), "minute"),
+        (("next", "hourly", "-n", "0"), "not a whole number of 1 or more"),
+        (("save", "x", "hourly", "SELECT 1", "--catch-up", "some"), "invalid choice"),
+    ],
+)
+def test_bad_input_exits_2_with_the_error_on_stderr(
+    db: Database, args: tuple[str, ...], message: str
+) -> None:
+    result = cli(db, *args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert result.stdout == ""
+
+
+def test_next_previews_in_the_zone(db: Database) -> None:
+    result = cli(db, "next", "sun-thu 11:00", "-n", "3", "--timezone", "Asia/Kathmandu")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 3
+    assert all(line.endswith("11:00:00 Asia/Kathmandu") for line in lines)
+    assert all(line[:3] in {"Sun", "Mon", "Tue", "Wed", "Thu"} for line in lines)
+
+
+def test_help_lists_every_command_with_examples() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pgtimers", "--help"], capture_output=True, text=True, check=True
+    )
+    for command in (
+        "install",
+        "list",
+        "show",
+        "save",
+        "enable",
+        "disable",
+        "delete",
+        "history",
+        "next",
+        "calendar",
+    ):
+        assert f"    {command}" in result.stdout
+        sub = subprocess.run(
+            [sys.executable, "-m", "pgtimers", command, "--help"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert "example" in sub.stdout
