@@ -27,7 +27,7 @@ def test_save_list_show_disable_delete(db: Database) -> None:
 
     listed = cli(db, "list")
     assert listed.returncode == 0
-    header, rule, row = listed.stdout.splitlines()
+    header, _rule, row = listed.stdout.splitlines()
     assert header.split() == [
         "name",
         "schedule",
