@@ -118,6 +118,26 @@ BEGIN
 END
 $$;
 
+-- Raised by a run of a trading timer whose calendar is gone or does not know the day:
+-- the run fails with this message instead of guessing.
+CREATE OR REPLACE FUNCTION timers._calendar_ready(p_spec jsonb, p_due_at timestamptz, p_zone text)
+    RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF p_spec->>'kind' IS DISTINCT FROM 'trading' THEN
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM timers.calendars WHERE lower(name) = lower(p_spec->>'calendar')) THEN
+        RAISE EXCEPTION 'calendar ''%'' does not exist', p_spec->>'calendar'
+            USING ERRCODE = 'P0002',
+                  HINT = 'Make the calendar again with timers.save_calendar, or give the timer another schedule.';
+    END IF;
+    PERFORM timers._calendar_known(p_spec->>'calendar', (p_due_at AT TIME ZONE p_zone)::date);
+END
+$$;
+
 -- Re-plan every armed timer that follows the calendar. A due time already owed
 -- is re-checked from just before it, so an edit moves it rather than losing it.
 -- Rows being run are skipped: the run plans its next time when it commits.
