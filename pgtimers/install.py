@@ -42,9 +42,7 @@ def install(dsn: str, revision: str = "head") -> str | None:
 def current_revision(dsn: str) -> str | None:
     """The pgtimers revision installed in the database, or None when there is none."""
     with psycopg.connect(dsn) as conn:
-        found = conn.execute(
-            "SELECT to_regclass('timers.alembic_version') IS NOT NULL"
-        ).fetchone()
+        found = conn.execute("SELECT to_regclass('timers.alembic_version') IS NOT NULL").fetchone()
         if not found or not found[0]:
             return None
         row = conn.execute("SELECT version_num FROM timers.alembic_version").fetchone()
