@@ -2,11 +2,11 @@
 
 -- name: list_timers
 SELECT (extract(epoch FROM now()) * 1000)::bigint AS now_ms,
-       coalesce(jsonb_agg(to_jsonb(s) ORDER BY lower(s.name)), '[]') AS timers
+       coalesce(json_agg(row_to_json(s) ORDER BY lower(s.name)), '[]') AS timers
   FROM timers.status s;
 
 -- name: show_timer
-SELECT to_jsonb(s) FROM timers.status s WHERE lower(s.name) = lower(%(name)s);
+SELECT row_to_json(s) FROM timers.status s WHERE lower(s.name) = lower(%(name)s);
 
 -- name: timer_history
 SELECT to_jsonb(h) FROM (
@@ -22,14 +22,14 @@ SELECT t, to_char(t AT TIME ZONE z.zone, 'Dy YYYY-MM-DD HH24:MI:SS') || ' ' || z
        timers.next_runs(%(schedule)s, %(n)s, timezone => z.zone) t;
 
 -- name: save_timer
-SELECT to_jsonb(s) FROM timers.save(
+SELECT row_to_json(s) FROM timers.save(
     %(name)s, %(schedule)s, %(sql)s, enabled => %(enabled)s, timezone => %(timezone)s,
     catch_up => %(catch_up)s, start_at => %(start_at)s, end_at => %(end_at)s,
     max_runs => %(max_runs)s, timeout => %(timeout)s::interval, locked => %(locked)s,
     test_clock => %(test_clock)s) s;
 
 -- name: enable_timer
-SELECT to_jsonb(s) FROM timers.enable(%(name)s, %(enabled)s) s;
+SELECT row_to_json(s) FROM timers.enable(%(name)s, %(enabled)s) s;
 
 -- name: delete_timer
 SELECT timers.delete(%(name)s);

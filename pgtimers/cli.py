@@ -202,7 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     _admin_commands(sub)
 
-    cal = sub.add_parser("calendar", help="trading calendars: import from exchange_calendars")
+    cal = sub.add_parser(
+        "calendar",
+        help="trading calendars: import from exchange_calendars",
+        epilog="example:\n  pgtimers calendar import XNYS --from 2026-01-01 --to 2027-12-31",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     cal_sub = cal.add_subparsers(dest="calendar_command", required=True, metavar="ACTION")
     p = _sub(
         cal_sub,

@@ -222,10 +222,11 @@ FROM timers.timers t;
 COMMENT ON VIEW timers.status IS
     'One row per timer: the fields of GET /api/timers (to_jsonb(row) is the HTTP body), plus timezone, catch_up, start_at, end_at, max_runs, expired, locked.';
 
-CREATE OR REPLACE FUNCTION timers._status(p_id bigint) RETURNS timers.status
-    LANGUAGE sql STABLE
+-- VOLATILE on purpose: it must see the row the same statement has just written.
+CREATE OR REPLACE FUNCTION timers._status(p_name text) RETURNS timers.status
+    LANGUAGE sql VOLATILE
     SET search_path = pg_catalog, pg_temp
-    AS $$ SELECT s.* FROM timers.status s JOIN timers.timers t ON t.name = s.name WHERE t.id = p_id $$;
+    AS $$ SELECT s.* FROM timers.status s WHERE lower(s.name) = lower(p_name) $$;
 
 -- Validate the options of a save; raises on the first bad one.
 CREATE OR REPLACE FUNCTION timers._check_options(
@@ -278,7 +279,7 @@ CREATE OR REPLACE FUNCTION timers._save(
     p_owner name, p_name text, p_schedule text, p_sql text, p_enabled boolean,
     p_timezone text, p_catch_up text, p_start_at timestamptz, p_end_at timestamptz,
     p_max_runs bigint, p_timeout interval, p_locked boolean, p_test_clock text)
-    RETURNS bigint
+    RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -346,7 +347,7 @@ BEGIN
         'end_at', p_end_at, 'max_runs', p_max_runs, 'timeout', p_timeout, 'locked', p_locked,
         'test_clock', p_test_clock));
     PERFORM timers._notify('save', v_row.name);
-    RETURN v_id;
+    RETURN v_row.name;
 END
 $$;
 
@@ -367,7 +368,7 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION timers._set_enabled(p_actor name, p_name text, p_enabled boolean) RETURNS bigint
+CREATE OR REPLACE FUNCTION timers._set_enabled(p_actor name, p_name text, p_enabled boolean) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -390,7 +391,7 @@ BEGIN
     PERFORM timers._audit(p_actor, CASE WHEN p_enabled THEN 'enable' ELSE 'disable' END, t.name,
                           jsonb_build_object('enabled', p_enabled));
     PERFORM timers._notify('enable', t.name);
-    RETURN t.id;
+    RETURN t.name;
 END
 $$;
 
@@ -483,7 +484,7 @@ BEGIN
     END IF;
     UPDATE timers.timers SET locked = false, updated_at = now() WHERE id = t.id;
     PERFORM timers._audit(session_user, 'unlock', t.name, '{}');
-    RETURN timers._status(t.id);
+    RETURN timers._status(t.name);
 END
 $$;
 
