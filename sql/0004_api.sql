@@ -446,9 +446,13 @@ DECLARE
 BEGIN
     INSERT INTO timers.settings (key, value) VALUES ('timezone', v_zone)
     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
-    -- Timers without a zone of their own follow the default: plan them again now.
-    FOR t IN SELECT * FROM timers.timers WHERE timezone IS NULL AND enabled AND NOT expired FOR UPDATE LOOP
-        UPDATE timers.timers SET next_due_at = timers._plan(t, timers._now(t.test_clock)) WHERE id = t.id;
+    -- Timers without a zone of their own follow the default: read their wall times
+    -- in the new zone (a `once` stores a resolved instant) and plan them again now.
+    FOR t IN SELECT * FROM timers.timers WHERE timezone IS NULL AND NOT expired FOR UPDATE LOOP
+        t.spec := timers._parse_schedule(t.schedule, v_zone, timers._now(t.test_clock));
+        UPDATE timers.timers
+           SET spec = t.spec, next_due_at = timers._plan(t, timers._now(t.test_clock))
+         WHERE id = t.id;
     END LOOP;
     PERFORM timers._audit(p_actor, 'set_timezone', 'timezone', jsonb_build_object('from', v_old, 'to', v_zone));
     PERFORM timers._notify('set_timezone', NULL);

@@ -173,7 +173,17 @@ def test_set_timezone_replans_timers_without_their_own_zone(conn: psycopg.Connec
     assert rows == {"local": "10:15", "pinned": "16:00"}
     with pytest.raises(errors.InvalidParameterValue):
         conn.execute("SELECT timers.set_timezone('Nowhere/Land')")
+    # A one-shot's wall time is read in the new default zone too.
+    conn.execute("SELECT timers.set_timezone('UTC')")
+    save(conn, "oneshot", "once 2090-06-01 12:00", "SELECT 1")
+    conn.execute("SELECT timers.set_timezone('Asia/Kathmandu')")
+    row = conn.execute(
+        "SELECT to_char(next_due_at AT TIME ZONE 'UTC', 'HH24:MI') FROM timers.timers"
+        " WHERE name = 'oneshot'"
+    ).fetchone()
+    assert row == ("06:15",)
     assert conn.execute("SELECT timers._default_zone()").fetchone() == ("Asia/Kathmandu",)
+    assert [a[1] for a in audit(conn)][-1] == "set_timezone"
 
 
 def test_in_is_stored_as_once_and_expires_without_next_time(conn: psycopg.Connection) -> None:
