@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 import psycopg
 
-from pgtimers import __version__, cli_admin
+from pgtimers import __version__, cli_admin, runcmd
 from pgtimers.cli_admin import EXIT_BAD_INPUT, EXIT_OK
 
 Command = Callable[[psycopg.Connection, argparse.Namespace], int]
@@ -221,10 +221,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="calendar name (default: the code in lower case)")
     p.set_defaults(func=cmd_calendar_import)
 
-    try:
-        from pgtimers import runcmd
-    except ImportError:  # until the runner lands
-        return parser
     runcmd.add_parser(sub)
     return parser
 

@@ -134,7 +134,10 @@ def test_timer_sql_cannot_leave_its_owner(db: Database) -> None:
         ):
             with pytest.raises(errors.InsufficientPrivilege, match="security-definer"):
                 su.execute("SELECT timers._exec_as('pgt_alice', %s)", [escape])
-        with pytest.raises(psycopg.Error, match=r"transaction commands is not implemented|invalid transaction termination"):
+        with pytest.raises(
+            psycopg.Error,
+            match=r"transaction commands is not implemented|invalid transaction termination",
+        ):
             su.execute("SELECT timers._exec_as('pgt_alice', 'COMMIT')")
         with pytest.raises(errors.InsufficientPrivilege):
             su.execute("SELECT timers._exec_as('pgt_alice', 'CREATE TABLE pg_catalog.x (a int)')")

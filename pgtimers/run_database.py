@@ -1,0 +1,328 @@
+"""Serving one database: the control session (LISTEN, liveness, downtime rules,
+clock watch, heartbeat, retention) and the workers that claim and run timers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from pgtimers import __version__, run_log
+from pgtimers.run_connect import connect
+from pgtimers.run_queries import query
+from pgtimers.run_worker import Worker
+
+LOOK_EVERY = 1.0  # seconds: the runner looks at least this often
+HEARTBEAT_EVERY = 1.0  # seen_at: downtime starts when the last runner was last seen
+PRUNE_EVERY = 600.0
+CLOCK_JUMP = 2.0  # seconds the server's clock may drift from ours before it counts as set
+RETRY_MAX = 10.0
+
+
+class NotInstalled(Exception):
+    """The database has no pgtimers schema (or one without the runner's functions)."""
+
+
+@dataclass
+class Serving:
+    """How one database is served."""
+
+    dsn: str
+    workers: int
+    runner_id: str
+    timezone: str | None = None
+    # with --all-databases: stop serving when the schema is gone instead of waiting for it
+    leave_when_not_installed: bool = False
+
+
+class DatabaseRunner:
+    """Runs the due timers of one database until `stopping` is set."""
+
+    def __init__(self, serving: Serving, stopping: asyncio.Event) -> None:
+        self.s = serving
+        self.stopping = stopping
+        self.database = "?"
+        self._work = asyncio.Condition()
+        self._has_work = False
+        self._running = 0  # base workers running a timer now
+        self._recheck = asyncio.Event()
+        self._failed = asyncio.Event()
+        self._leaving = False  # the control session ended: workers finish their run and go
+        self.started = asyncio.Event()  # set once serving (tests wait on it)
+
+    # ---------------------------------------------------------------- life
+    async def run(self) -> None:
+        """Serve, reconnecting after failures, until stopping (or the schema is gone)."""
+        delay = 1.0
+        while not self.stopping.is_set():
+            try:
+                await self._serve()
+                delay = 1.0
+            except NotInstalled:
+                if self.s.leave_when_not_installed:
+                    run_log.event(
+                        logging.INFO,
+                        "database_left",
+                        database=self.database,
+                        reason="no pgtimers schema",
+                    )
+                    return
+                run_log.event(
+                    logging.WARNING,
+                    "not_installed",
+                    database=self.database,
+                    hint="run: pgtimers install --dsn <this database>",
+                )
+                delay = 30.0
+            except (
+                OSError,
+                asyncpg.PostgresError,
+                asyncpg.InterfaceError,
+                asyncio.TimeoutError,
+            ) as exc:
+                if self.stopping.is_set():
+                    return
+                run_log.event(
+                    logging.WARNING,
+                    "database_unavailable",
+                    database=self.database,
+                    error=str(exc) or type(exc).__name__,
+                    retry_in=f"{delay:g}s",
+                )
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), delay)
+            delay = min(delay * 2, RETRY_MAX)
+
+    async def _serve(self) -> None:
+        control = await connect(self.s.dsn, application_name="pgtimers runner control")
+        try:
+            self.database = await control.fetchval("SELECT current_database()")
+            if not await control.fetchval(query("schema_installed")):
+                raise NotInstalled
+            await self._wait_for_primary(control)
+            if self.stopping.is_set():
+                return
+            await self._set_timezone(control)
+            started = await control.fetchval(
+                query("runner_start"),
+                self.s.runner_id,
+                socket.gethostname(),
+                os.getpid(),
+                __version__,
+                self.s.workers,
+            )
+            for skip in started.get("skipped") or []:
+                run_log.skip_event(self.database, skip.get("timer"), skip)
+            run_log.event(
+                logging.INFO,
+                "serving",
+                database=self.database,
+                runner=self.s.runner_id,
+                workers=self.s.workers,
+                burst=self._burst(),
+                other_runners=started.get("other_runners"),
+            )
+            await control.add_listener("pgtimers", self._on_notify)
+            await self._prune(control)
+            await self._loop(control)
+        finally:
+            await _close(control)
+
+    async def _wait_for_primary(self, control: asyncpg.Connection) -> None:
+        """On a standby nothing runs; look every 5 s until it is promoted."""
+        said = False
+        while await control.fetchval(query("in_recovery")):
+            if not said:
+                run_log.event(
+                    logging.INFO,
+                    "standby",
+                    database=self.database,
+                    note="runs nothing until promoted",
+                )
+                said = True
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), 5.0)
+            if self.stopping.is_set():
+                return
+        if said:
+            run_log.event(logging.INFO, "promoted", database=self.database)
+
+    async def _set_timezone(self, control: asyncpg.Connection) -> None:
+        zone = self.s.timezone
+        if not zone or await control.fetchval(query("default_zone")) == zone:
+            return
+        try:
+            await control.fetchval(query("set_timezone"), zone)
+            run_log.event(logging.INFO, "timezone_set", database=self.database, zone=zone)
+        except asyncpg.PostgresError as exc:
+            run_log.event(
+                logging.ERROR, "timezone_not_set", database=self.database, zone=zone, error=str(exc)
+            )
+
+    def _burst(self) -> int:
+        # --workers 1 runs one timer at a time; otherwise one more while all are busy
+        return 0 if self.s.workers == 1 else 1
+
+    # --------------------------------------------------------------- control
+    def _on_notify(self, *_: Any) -> None:
+        self._recheck.set()
+
+    async def _loop(self, control: asyncpg.Connection) -> None:
+        self._failed.clear()
+        self._leaving = False
+        workers = [
+            Worker(self.s.dsn, self.database, self.s.runner_id, f"w{i + 1}")
+            for i in range(self.s.workers + self._burst())
+        ]
+        tasks = [
+            asyncio.create_task(self._work_loop(w, burst=i >= self.s.workers))
+            for i, w in enumerate(workers)
+        ]
+        self.started.set()
+        last_db: float | None = None
+        last_mono = 0.0
+        beat_at = prune_at = time.monotonic()
+        try:
+            while not self.stopping.is_set() and not self._failed.is_set():
+                self._recheck.clear()
+                db_now, wake_at = await control.fetchrow(query("next_wake"))
+                mono = time.monotonic()
+                db = db_now.timestamp()
+                if last_db is not None:
+                    await self._watch_clock(control, last_db, db, mono - last_mono, db_now)
+                last_db, last_mono = db, mono
+                delay = LOOK_EVERY
+                if wake_at is not None:
+                    ahead = wake_at.timestamp() - db
+                    if ahead <= 0:
+                        await self._signal_work()
+                    else:
+                        delay = min(LOOK_EVERY, ahead)
+                if mono - beat_at >= HEARTBEAT_EVERY:
+                    await control.fetchval(query("runner_beat"), self.s.runner_id)
+                    beat_at = mono
+                if mono - prune_at >= PRUNE_EVERY:
+                    await self._prune(control)
+                    prune_at = mono
+                await _wait_any(self._recheck, self.stopping, self._failed, timeout=delay)
+        finally:
+            await self._stop_workers(tasks, workers)
+            if not control.is_closed():
+                with contextlib.suppress(Exception):
+                    await control.fetchval(query("runner_stop"), self.s.runner_id)
+        if self._failed.is_set() and not self.stopping.is_set():
+            raise OSError("a worker lost its connection")
+
+    async def _watch_clock(
+        self, control: asyncpg.Connection, last_db: float, db: float, elapsed: float, db_now: Any
+    ) -> None:
+        """The server's clock against ours: set forward skips what it jumped over."""
+        drift = (db - last_db) - elapsed
+        if drift > CLOCK_JUMP:
+            expected = db_now.__class__.fromtimestamp(last_db + elapsed, db_now.tzinfo)
+            run_log.event(
+                logging.WARNING, "clock_set_forward", database=self.database, by_s=f"{drift:.1f}"
+            )
+            events = await control.fetchval(query("clock_jump"), expected, db_now, self.s.runner_id)
+            for skip in events or []:
+                run_log.skip_event(self.database, skip.get("timer"), skip)
+        elif drift < -CLOCK_JUMP:
+            run_log.event(
+                logging.WARNING,
+                "clock_set_back",
+                database=self.database,
+                by_s=f"{-drift:.1f}",
+                note="due times are planned again from the clock; none runs twice",
+            )
+
+    async def _prune(self, control: asyncpg.Connection) -> None:
+        pruned = await control.fetchval(query("prune"))
+        if pruned and (pruned.get("runs") or pruned.get("run_requests")):
+            run_log.event(logging.INFO, "pruned", database=self.database, **pruned)
+
+    # --------------------------------------------------------------- workers
+    async def _signal_work(self) -> None:
+        async with self._work:
+            self._has_work = True
+            self._work.notify_all()
+
+    async def _work_loop(self, worker: Worker, burst: bool) -> None:
+        """Take work while there is some; the burst worker only while all others run."""
+        try:
+            while not self.stopping.is_set() and not self._leaving:
+                async with self._work:
+                    await self._work.wait_for(
+                        lambda: (
+                            self._leaving
+                            or self.stopping.is_set()
+                            or (self._has_work and (not burst or self._running >= self.s.workers))
+                        )
+                    )
+                    if self._leaving or self.stopping.is_set():
+                        return
+                    if not burst:
+                        self._running += 1
+                        self._work.notify_all()
+                try:
+                    result = await worker.run_one()
+                finally:
+                    if not burst:
+                        async with self._work:
+                            self._running -= 1
+                            self._work.notify_all()
+                if result is None:
+                    async with self._work:
+                        self._has_work = False
+                    self._recheck.set()
+                elif result:
+                    run_log.run_result(self.database, result)
+                    self._recheck.set()
+        except (OSError, asyncpg.InterfaceError, asyncpg.PostgresError) as exc:
+            if not self.stopping.is_set():
+                run_log.event(
+                    logging.WARNING,
+                    "worker_lost",
+                    database=self.database,
+                    worker=worker.name,
+                    error=str(exc) or type(exc).__name__,
+                )
+                self._failed.set()
+        finally:
+            await worker.close()
+
+    async def _stop_workers(self, tasks: list[asyncio.Task[None]], workers: list[Worker]) -> None:
+        """Stop claiming; let running runs finish (a failed session: cut them off)."""
+        async with self._work:
+            self._leaving = True
+            self._work.notify_all()
+        if self._failed.is_set() and not self.stopping.is_set():
+            for task in tasks:
+                task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for w in workers:
+            await w.close()
+
+
+async def _wait_any(*events: asyncio.Event, timeout: float) -> None:
+    waits = [asyncio.create_task(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waits, timeout=max(timeout, 0.0), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
+
+
+async def _close(conn: asyncpg.Connection) -> None:
+    if conn.is_closed():
+        return
+    try:
+        await conn.close(timeout=5)
+    except Exception:
+        conn.terminate()

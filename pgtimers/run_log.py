@@ -1,0 +1,100 @@
+"""Log lines of the runner: one line per event, key=value, easy to grep.
+
+2027-01-04T09:00:00.012Z level=warning event=run_failed timer=x database=app due=... error="..."
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import sys
+from typing import Any
+
+LOGGER = logging.getLogger("pgtimers.runner")
+
+
+def _value(value: Any) -> str:
+    text = "" if value is None else str(value)
+    if text and not any(c in text for c in ' "=\\\n\t'):
+        return text
+    escaped = (
+        text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    )
+    return f'"{escaped}"'
+
+
+def line(event: str, **fields: Any) -> str:
+    """`event=<event> k=v ...`, values quoted when they hold spaces, quotes or `=`."""
+    parts = [f"event={event}"]
+    parts.extend(f"{key}={_value(value)}" for key, value in fields.items() if value is not None)
+    return " ".join(parts)
+
+
+def event(level: int, name: str, **fields: Any) -> None:
+    """Log one event line at `level`."""
+    LOGGER.log(level, line(name, **fields))
+
+
+class _Formatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        when = dt.datetime.fromtimestamp(record.created, dt.timezone.utc)
+        stamp = when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+        return f"{stamp} level={record.levelname.lower()} {record.getMessage()}"
+
+
+def setup(level: int = logging.INFO) -> None:
+    """Send the runner's lines to stderr (idempotent)."""
+    if any(getattr(h, "_pgtimers", False) for h in LOGGER.handlers):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter())
+    handler._pgtimers = True  # type: ignore[attr-defined]
+    LOGGER.addHandler(handler)
+    LOGGER.setLevel(level)
+    LOGGER.propagate = False
+
+
+def run_result(database: str, result: dict[str, Any]) -> None:
+    """The lines of one run's result: one per skip event, one when it failed."""
+    timer = result.get("timer")
+    for skip in result.get("skipped") or []:
+        skip_event(database, timer, skip)
+    if result.get("ok") is False:
+        event(
+            logging.WARNING,
+            "run_failed",
+            timer=timer,
+            database=database,
+            kind=result.get("kind"),
+            due=result.get("due_at"),
+            took_ms=result.get("took_ms"),
+            sqlstate=result.get("sqlstate") or None,
+            error=result.get("error"),
+        )
+    elif result.get("kind") is not None:
+        LOGGER.debug(
+            line(
+                "run_ok",
+                timer=timer,
+                database=database,
+                kind=result.get("kind"),
+                due=result.get("due_at"),
+                took_ms=result.get("took_ms"),
+                late_ms=result.get("late_ms"),
+                rows=result.get("rows"),
+            )
+        )
+
+
+def skip_event(database: str, timer: Any, skip: dict[str, Any]) -> None:
+    """One line for one skip event (one or many due times of one timer)."""
+    event(
+        logging.WARNING,
+        "run_skipped",
+        timer=timer if timer is not None else skip.get("timer"),
+        database=database,
+        due=skip.get("first"),
+        last_due=skip.get("last") if skip.get("last") != skip.get("first") else None,
+        count=skip.get("count"),
+        reason=skip.get("reason"),
+    )

@@ -1,0 +1,143 @@
+"""`pgtimers run`: the runner's command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from typing import TYPE_CHECKING
+
+from pgtimers import run_log
+from pgtimers.config import ConfigError, resolve
+
+if TYPE_CHECKING:
+    from pgtimers.runner import RunnerOptions
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+HELP = """\
+Run the timers of one or more databases: claim each due timer with
+FOR UPDATE SKIP LOCKED and run its SQL in its own transaction, exactly once
+per due time. Any number of runners on one database is safe.
+
+Without --dsn (and without dsn in --config) it starts an embedded PostgreSQL
+whose data is kept in the user's data directory, installs pgtimers into it and
+prints its DSN, so you can `psql` in and save timers.
+
+Workers: N always-there workers (default 2), plus one more while all N are
+running and another timer is due (none with --workers 1, which runs one timer
+at a time). N comes from --workers, else `workers` in --config, else
+PGTIMERS_WORKERS, else 2 (1 to 64).
+
+SIGTERM or SIGINT: stop claiming, let running runs finish, exit 0.
+"""
+
+EPILOG = """\
+examples:
+  pgtimers run
+  pgtimers run --dsn postgresql://runner@db.example/app --workers 4
+  pgtimers run --dsn postgresql://runner@db.example/postgres --all-databases
+  pgtimers run --config /etc/pgtimers.toml
+"""
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `run` subcommand."""
+    p = subparsers.add_parser(
+        "run",
+        help="run the timers (the runner)",
+        description=HELP,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--dsn",
+        action="append",
+        default=None,
+        metavar="DSN",
+        help="a database to serve (repeat for several); default: the embedded server",
+    )
+    p.add_argument(
+        "--all-databases",
+        action="store_true",
+        help="serve every database of the server(s) of --dsn that has the schema, "
+        "looking for new ones every 30 s",
+    )
+    p.add_argument(
+        "--workers", metavar="N", help="always-there workers per database, 1 to 64 (default 2)"
+    )
+    p.add_argument(
+        "--timezone",
+        metavar="ZONE",
+        help="set the default zone of the served databases (timers.set_timezone) "
+        "at start; needs pgtimers_admin",
+    )
+    p.add_argument("--http", metavar="ADDR", help="reserved for the HTTP API (not built yet)")
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="TOML file with workers, dsn, all_databases, timezone, http",
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="also log every run that went well")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run until SIGTERM/SIGINT; returns the exit code."""
+    run_log.setup(logging.DEBUG if getattr(args, "verbose", False) else logging.INFO)
+    try:
+        config = resolve(
+            dsns=args.dsn,
+            all_databases=args.all_databases,
+            workers=args.workers,
+            timezone=args.timezone,
+            http=args.http,
+            config_file=args.config,
+        )
+    except ConfigError as exc:
+        print(f"pgtimers run: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if config.http:
+        run_log.event(
+            logging.WARNING,
+            "http_not_built",
+            http=config.http,
+            note="the HTTP API is not part of this version; ignoring --http",
+        )
+    dsns = list(config.dsns)
+    if not dsns:
+        from pgtimers.embedded import data_dir, embedded_dsn
+
+        dsn = embedded_dsn()
+        print(
+            f"pgtimers: embedded PostgreSQL (data in {data_dir()}); connect with:\n  psql '{dsn}'",
+            flush=True,
+        )
+        dsns = [dsn]
+    from pgtimers.runner import RunnerOptions
+
+    options = RunnerOptions(
+        dsns=dsns,
+        all_databases=config.all_databases,
+        workers=config.workers,
+        timezone=config.timezone,
+    )
+    run_log.event(
+        logging.INFO,
+        "starting",
+        runner=options.runner_id,
+        workers=config.workers,
+        workers_from=config.workers_from,
+        databases=len(dsns),
+        all_databases=config.all_databases or None,
+    )
+    return asyncio.run(_run(options))
+
+
+async def _run(options: RunnerOptions) -> int:
+    from pgtimers.runner import Runner
+
+    runner = Runner(options)
+    runner.install_signal_handlers()
+    return await runner.run()

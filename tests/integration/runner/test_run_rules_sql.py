@@ -1,0 +1,306 @@
+"""The run rules in SQL, without a runner: the seed's catch-up/skip rule on fixed
+times, the exactly-once guard, the claim index, and run-now's refusals."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import errors
+
+from pgtimers.run_queries import query
+from tests.conftest import Database
+from tests.integration.runner.conftest import save, timer_row
+
+T0 = dt.datetime(2027, 1, 4, 9, 0, 0, tzinfo=dt.timezone.utc)
+
+
+def at(seconds: float) -> dt.datetime:
+    return T0 + dt.timedelta(seconds=seconds)
+
+
+def after_run(
+    conn: psycopg.Connection,
+    name: str,
+    due: float,
+    started: float,
+    ended: float,
+) -> dict[str, Any]:
+    """timers._after_run for the timer `name` (its run already counted), at offsets from T0."""
+    row = conn.execute(
+        "SELECT a.next_due, a.catch_up, a.skip_n, a.skip_dues"
+        "  FROM timers.timers t, timers._after_run(t, %s, %s, %s) a WHERE t.name = %s",
+        [at(due), at(started), at(ended), name],
+    ).fetchone()
+    assert row is not None
+    return {
+        "next": None if row[0] is None else (row[0] - T0).total_seconds(),
+        "catch_up": row[1],
+        "skipped": [(d - T0).total_seconds() for d in (row[3] or [])][: row[2]],
+    }
+
+
+@pytest.fixture
+def every10(conn: psycopg.Connection) -> str:
+    save(conn, "e10", "every 10s", "SELECT 1", start_at=T0 - dt.timedelta(days=1))
+    return "e10"
+
+
+@pytest.mark.parametrize(
+    ("started", "ended", "expected"),
+    [
+        # on time and quick: the next regular time
+        (0, 5, {"next": 10, "catch_up": False, "skipped": []}),
+        # the seed: an `every 10s` that takes 11 s keeps 0, 20, 40 ... and skips 10
+        (0, 11, {"next": 20, "catch_up": False, "skipped": [10]}),
+        (20, 31, {"next": 40, "catch_up": False, "skipped": [30]}),
+        # a late start (no worker free) that ends after the next due time: one catch-up
+        (8, 12, {"next": 10, "catch_up": True, "skipped": []}),
+        # ... but not when the run took a whole interval or more
+        (9, 19.5, {"next": 20, "catch_up": False, "skipped": [10]}),
+        # ... nor when it ended after the regular time after that: both are skipped
+        (9, 21, {"next": 30, "catch_up": False, "skipped": [10, 20]}),
+    ],
+)
+def test_seed_catch_up_and_skip_rule(
+    conn: psycopg.Connection, every10: str, started: float, ended: float, expected: dict[str, Any]
+) -> None:
+    due = 20 if started >= 20 else 0
+    assert after_run(conn, every10, due, started, ended) == expected
+
+
+def test_catch_up_all_runs_every_due_time_in_order(conn: psycopg.Connection) -> None:
+    save(conn, "all", "every 10s", "SELECT 1", catch_up="all", start_at=T0 - dt.timedelta(days=1))
+    assert after_run(conn, "all", 0, 0, 25) == {"next": 10, "catch_up": False, "skipped": []}
+
+
+def test_max_runs_and_end_at_end_the_plan(conn: psycopg.Connection) -> None:
+    save(conn, "m", "every 10s", "SELECT 1", max_runs=1, start_at=T0 - dt.timedelta(days=1))
+    # _after_run gets the row with the run just made already counted
+    conn.execute("UPDATE timers.timers SET scheduled_runs = 1 WHERE name = 'm'")
+    assert after_run(conn, "m", 0, 0, 1)["next"] is None
+    save(conn, "e", "every 10s", "SELECT 1", start_at=T0 - dt.timedelta(days=1), end_at=at(15))
+    assert after_run(conn, "e", 0, 0, 1)["next"] == 10
+    assert after_run(conn, "e", 10, 10, 11)["next"] is None
+
+
+def test_iso_due_at(conn: psycopg.Connection) -> None:
+    assert conn.execute("SELECT timers._iso('2027-01-04 09:00:00+00')").fetchone() == (
+        "2027-01-04T09:00:00Z",
+    )
+    assert conn.execute("SELECT timers._iso('2027-01-04 14:45:00.25+05:45')").fetchone() == (
+        "2027-01-04T09:00:00.25Z",
+    )
+
+
+def _run_due(db: Database, timer_id: int, due: dt.datetime) -> Any:
+    with db.connect() as c:
+        return c.execute("SELECT timers._run_due(%s, %s, 'test')", [timer_id, due]).fetchone()[0]
+
+
+def test_a_due_time_commits_once(db: Database, conn: psycopg.Connection) -> None:
+    conn.execute("CREATE TABLE hits (due text)")
+    save(
+        conn,
+        "once_only",
+        "every 1h",
+        "INSERT INTO hits VALUES (current_setting('pgtimers.due_at'))",
+    )
+    conn.execute("UPDATE timers.timers SET next_due_at = now() - interval '1 s'")
+    t = timer_row(conn, "once_only")
+    first = _run_due(db, t["id"], t["next_due_at"])
+    assert first["ok"] is True and first["kind"] == "scheduled"
+    # the same due time offered again (a second runner, a redelivery): nothing
+    assert _run_due(db, t["id"], t["next_due_at"]) is None
+    assert conn.execute("SELECT count(*) FROM hits").fetchone() == (1,)
+    after = timer_row(conn, "once_only")
+    assert after["last_due_at"] == t["next_due_at"]
+    assert after["next_due_at"] > t["next_due_at"]
+
+
+def test_a_due_time_at_or_below_the_high_water_mark_never_runs(
+    conn: psycopg.Connection, db: Database
+) -> None:
+    conn.execute("CREATE TABLE hits (due text)")
+    save(conn, "hw", "every 1h", "INSERT INTO hits VALUES ('x')")
+    # as if the clock had been set back and the timer planned again before its last run
+    conn.execute(
+        "UPDATE timers.timers SET last_due_at = now(), next_due_at = now() - interval '1 min'"
+    )
+    t = timer_row(conn, "hw")
+    result = _run_due(db, t["id"], t["next_due_at"])
+    assert result["replanned"] is True
+    assert conn.execute("SELECT count(*) FROM hits").fetchone() == (0,)
+    assert timer_row(conn, "hw")["next_due_at"] > t["last_due_at"]
+
+
+def test_sql_error_rolls_back_its_effects_and_is_recorded(
+    db: Database, conn: psycopg.Connection
+) -> None:
+    conn.execute("CREATE TABLE hits (n int)")
+    save(conn, "boom", "every 1h", "INSERT INTO hits VALUES (1); SELECT 1/0")
+    conn.execute("UPDATE timers.timers SET next_due_at = now() - interval '1 s'")
+    t = timer_row(conn, "boom")
+    result = _run_due(db, t["id"], t["next_due_at"])
+    assert result["ok"] is False and result["error"] == "division by zero"
+    assert result["sqlstate"] == "22012"
+    assert conn.execute("SELECT count(*) FROM hits").fetchone() == (0,)
+    after = timer_row(conn, "boom")
+    assert (after["failures"], after["runs"], after["last_ok"]) == (1, 1, False)
+    assert after["last_error"] == "division by zero"
+    assert after["next_due_at"] > t["next_due_at"]
+    assert conn.execute(
+        "SELECT kind, ok, error FROM timers.runs WHERE timer = 'boom'"
+    ).fetchall() == [("scheduled", False, "division by zero")]
+
+
+def test_timeout_is_recorded_and_the_bookkeeping_commits(
+    db: Database, conn: psycopg.Connection
+) -> None:
+    conn.execute("CREATE TABLE hits (n int)")
+    save(
+        conn,
+        "slow",
+        "every 1h",
+        "INSERT INTO hits VALUES (1); SELECT pg_sleep(5)",
+        timeout=dt.timedelta(seconds=1),
+    )
+    conn.execute("UPDATE timers.timers SET next_due_at = now() - interval '1 s'")
+    t = timer_row(conn, "slow")
+    with db.connect(autocommit=False) as c:
+        c.execute(query("set_timeout").replace("$1::text", "%s"), ["300"])
+        result = c.execute(
+            "SELECT timers._run_due(%s, %s, 'test')", [t["id"], t["next_due_at"]]
+        ).fetchone()[0]
+        c.commit()
+    assert result["ok"] is False
+    assert result["error"].startswith("timed out: the run took longer than its timeout of")
+    assert conn.execute("SELECT count(*) FROM hits").fetchone() == (0,)
+    assert timer_row(conn, "slow")["failures"] == 1
+
+
+def test_missing_calendar_fails_the_run_by_name(db: Database, conn: psycopg.Connection) -> None:
+    conn.execute("SELECT timers.save_calendar('xcal')")
+    save(conn, "tr", "trading xcal 15:05", "SELECT 1")
+    conn.execute("SELECT timers.drop_calendar('xcal')")
+    conn.execute("UPDATE timers.timers SET next_due_at = now() - interval '1 s'")
+    t = timer_row(conn, "tr")
+    result = _run_due(db, t["id"], t["next_due_at"])
+    assert result["ok"] is False
+    assert result["error"] == "calendar 'xcal' does not exist"
+
+
+def test_claim_is_served_by_the_due_index(conn: psycopg.Connection) -> None:
+    spec = conn.execute("SELECT timers._parse_schedule('daily 02:00', 'UTC', now())").fetchone()[0]
+    conn.execute(
+        "INSERT INTO timers.timers (name, schedule, spec, sql, owner, next_due_at)"
+        " SELECT 'n' || i, 'daily 02:00', %s, 'SELECT 1', current_user,"
+        "        now() + (CASE WHEN i <= 3 THEN -i ELSE i END) * interval '1 minute'"
+        "   FROM generate_series(1, 5000) i",
+        [psycopg.types.json.Jsonb(spec)],
+    )
+    conn.execute("ANALYZE timers.timers")
+
+    def plan(sql: str) -> str:
+        rows = conn.execute(f"EXPLAIN {sql}").fetchall()
+        return "\n".join(r[0] for r in rows)
+
+    claim = plan(query("claim_due").replace("$1::bigint[]", "'{}'::bigint[]"))
+    assert "Index Scan using timers_due on timers" in claim, claim
+    assert "Seq Scan on timers" not in claim, claim
+    test_clock = plan(query("claim_due_test_clock").replace("$1::bigint[]", "'{}'::bigint[]"))
+    assert "Seq Scan on timers " not in test_clock + " ", test_clock
+    due = plan("SELECT * FROM timers._due(10)")
+    assert "Seq Scan on timers " not in due + " ", due
+    assert conn.execute("SELECT count(*) FROM timers._due(100)").fetchone() == (3,)
+
+
+# ------------------------------------------------------------------ run-now refusals
+
+
+def test_run_now_without_a_runner_fails_at_once(db: Database, conn: psycopg.Connection) -> None:
+    save(conn, "r", "every 1h", "SELECT 1")
+    with (
+        db.connect("pgt_alice") as alice,
+        pytest.raises(errors.ObjectNotInPrerequisiteState, match="no pgtimers runner serves"),
+    ):
+        alice.execute("CALL timers.run('r')")
+
+
+def test_run_now_of_an_unknown_timer_is_p0002(db: Database) -> None:
+    with (
+        db.connect("pgt_alice") as alice,
+        pytest.raises(errors.NoDataFound, match="no timer 'nope'"),
+    ):
+        alice.execute("CALL timers.run('nope')")
+
+
+def test_run_now_inside_a_transaction_block_is_a_clear_error(
+    db: Database, conn: psycopg.Connection
+) -> None:
+    save(conn, "r", "every 1h", "SELECT 1")
+    with db.connect("pgt_alice", autocommit=False) as alice:
+        with pytest.raises(
+            errors.ActiveSqlTransaction,
+            match=r"cannot be used inside a transaction block: it commits",
+        ):
+            alice.execute("CALL timers.run('r')")
+        alice.rollback()
+
+
+def test_run_now_needs_admin(db: Database, conn: psycopg.Connection) -> None:
+    save(conn, "r", "every 1h", "SELECT 1")
+    for role in ("pgt_reader", "pgt_nobody"):
+        with db.connect(role) as c, pytest.raises(errors.InsufficientPrivilege):
+            c.execute("CALL timers.run('r')")
+
+
+def test_run_now_of_a_running_timer_is_55p03(db: Database, conn: psycopg.Connection) -> None:
+    save(conn, "r", "every 1h", "SELECT 1")
+    with db.connect(autocommit=False) as holder:
+        holder.execute("SELECT 1 FROM timers.timers WHERE name = 'r' FOR UPDATE")
+        with (
+            db.connect("pgt_alice") as alice,
+            pytest.raises(errors.LockNotAvailable, match="timer 'r' is running"),
+        ):
+            alice.execute("CALL timers.run('r')")
+        holder.rollback()
+
+
+# ------------------------------------------------------------------ gaps and clock jumps
+
+
+def test_a_huge_gap_is_counted_in_full_and_written_as_one_row(conn: psycopg.Connection) -> None:
+    save(conn, "tick", "every 1s", "SELECT 1")
+    conn.execute(
+        "UPDATE timers.timers SET next_due_at = date_trunc('second', now()) - interval '300 s'"
+    )
+    events = conn.execute(
+        "SELECT timers._apply_gaps('no runner was serving the database', 'test', NULL)"
+    ).fetchone()[0]
+    assert len(events) == 1 and events[0]["count"] >= 301
+    t = timer_row(conn, "tick")
+    assert t["skipped"] == events[0]["count"]
+    assert t["next_due_at"] > conn.execute("SELECT now()").fetchone()[0]
+    rows = conn.execute("SELECT kind, reason FROM timers.runs").fetchall()
+    assert len(rows) == 1 and rows[0][0] == "skipped"
+    assert rows[0][1].startswith(f"{events[0]['count']} due times from ")
+    assert rows[0][1].endswith("skipped: no runner was serving the database")
+
+
+def test_clock_set_forward_skips_the_due_times_jumped_over(conn: psycopg.Connection) -> None:
+    save(conn, "tick", "every 1s", "SELECT 1")
+    save(conn, "every", "every 1s", "SELECT 1", catch_up="all")
+    conn.execute(
+        "UPDATE timers.timers SET next_due_at = date_trunc('second', now()) - interval '5 s'"
+    )
+    events = conn.execute(
+        "SELECT timers._clock_jump(date_trunc('second', now()) - interval '6 s', now(), 'test')"
+    ).fetchone()[0]
+    assert [e["timer"] for e in events] == ["tick"]
+    assert timer_row(conn, "tick")["last_skip_reason"] == "the clock was set forward"
+    assert timer_row(conn, "tick")["skipped"] >= 5
+    # catch_up = 'all' runs each of them instead
+    assert timer_row(conn, "every")["skipped"] == 0
