@@ -68,7 +68,7 @@ def test_save_returns_the_status_row_with_the_seed_fields(conn: psycopg.Connecti
     assert status["name"] == "shop_totals"
     assert status["schedule"] == "every 5m"
     assert status["enabled"] is True
-    assert status["created_by"] == "postgres"
+    assert (status["created_by"],) == conn.execute("SELECT current_user::text").fetchone()
     assert status["last_ok"] is None
     assert status["last_error"] == ""
     assert status["runs"] == 0 and status["skipped"] == 0 and status["running"] is False
