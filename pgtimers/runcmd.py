@@ -39,6 +39,7 @@ examples:
   pgtimers run --dsn postgresql://runner@db.example/app --workers 4
   pgtimers run --dsn postgresql://runner@db.example/postgres --all-databases
   pgtimers run --config /etc/pgtimers.toml
+  pgtimers run shop_totals --dsn postgresql://localhost/app   (run one timer now)
 """
 
 
@@ -50,6 +51,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description=HELP,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "name",
+        nargs="?",
+        help="run this one timer now, through the runners serving its database: waits up to"
+        " 60 s and prints the result (exit 1 when the run failed)",
     )
     p.add_argument(
         "--dsn",
@@ -84,7 +91,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run until SIGTERM/SIGINT; returns the exit code."""
+    """Run until SIGTERM/SIGINT, or run one timer now; returns the exit code."""
+    if args.name:
+        return _run_now(args)
     run_log.setup(logging.DEBUG if getattr(args, "verbose", False) else logging.INFO)
     try:
         config = resolve(
@@ -141,3 +150,17 @@ async def _run(options: RunnerOptions) -> int:
     runner = Runner(options)
     runner.install_signal_handlers()
     return await runner.run()
+
+
+def _run_now(args: argparse.Namespace) -> int:
+    """`pgtimers run NAME`: CALL timers.run(NAME) and print its result."""
+    import psycopg
+
+    from pgtimers.cli import resolve_dsn
+    from pgtimers.cli_admin import cmd_run_now
+
+    if args.dsn and len(args.dsn) > 1:
+        print("pgtimers run NAME: give one --dsn, the database of the timer", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    with psycopg.connect(resolve_dsn(args.dsn[0] if args.dsn else None), autocommit=True) as conn:
+        return cmd_run_now(conn, args)

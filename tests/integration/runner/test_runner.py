@@ -5,7 +5,10 @@ from __future__ import annotations
 import collections
 import datetime as dt
 import itertools
+import json
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -296,3 +299,35 @@ def test_status_running_and_runners_table(
     wait_until(lambda: not status(conn, "r")["running"], what="running = false")
     assert runner.stop() == 0
     assert conn.execute("SELECT timers._live_runners()").fetchone() == (0,)
+
+
+def test_cli_run_name_runs_now_and_exits_by_result(
+    db: Database, conn: psycopg.Connection, start_runner: Callable[..., RunnerProcess]
+) -> None:
+    save(conn, "good", "daily 03:00", "SELECT 1")
+    save(conn, "bad", "daily 03:00", "SELECT 1/0")
+    start_runner()
+
+    def cli(name: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pgtimers", "run", name, "--dsn", db.dsn],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    ok = cli("good")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout) | {"took_ms": 0} == {
+        "name": "good",
+        "finished": True,
+        "ok": True,
+        "error": "",
+        "took_ms": 0,
+        "rows": 1,
+    }
+    failed = cli("bad")
+    assert failed.returncode == 1
+    assert json.loads(failed.stdout)["error"] == "division by zero"
+    missing = cli("nope")
+    assert missing.returncode == 2 and "there is no timer 'nope'" in missing.stderr
