@@ -1,1 +1,1055 @@
--- pgtimers 0003_sqlcheck: (being written)
+-- pgtimers 0003_sqlcheck: save-time checks of a timer's name and SQL.
+--
+--   timers._check_name(name)  -> the name, or 22023
+--   timers._check_sql(sql)    -> nothing, or 22023 (empty), 54000 (over 64 KB),
+--                                42601 (does not parse, or a psql meta-command;
+--                                names line and column), 42501 (a refused
+--                                statement; names it, why, and where)
+--
+-- The SQL is parsed by PostgreSQL's own raw parser (syntax only: the tables it
+-- names need not exist yet), then a lexer written here splits it into top-level
+-- statements and looks at the first words of each one. Only statement heads are
+-- inspected: text inside strings, dollar quotes, comments and DO bodies never
+-- triggers a refusal. That is a convenience, not the guard: a timer's SQL runs
+-- inside a SECURITY DEFINER function owned by its owner (0004/0005), where
+-- PostgreSQL itself refuses SET ROLE, SET SESSION AUTHORIZATION (also through
+-- set_config(), or dynamic SQL in a DO block) and COMMIT/ROLLBACK (also in a
+-- procedure it calls). The check here turns those run-time failures, and
+-- statements that cannot work in a run at all, into a clear message at save.
+--
+-- The lexer is regular expressions run once over the text (regexp_matches with
+-- 'g', whose matches tile it), a little PL/pgSQL for what is not regular (dollar
+-- quotes, nested comments), and set-based SQL for the rest: linear in the text;
+-- 64 KB of dense SQL is checked in a few tens of milliseconds.
+--
+-- The _sql_* functions are internal helpers of _check_sql:
+--   _sql_lex_pattern, _sql_dollar_delimiters, _sql_comment_delimiters, _sql_tokens:
+--     the lexer (tokens of a text, fine or coarse)
+--   _sql_code: the text with comments and literals blanked out
+--   _sql_statements, _sql_continued, _sql_refused_words, _sql_refusal: statements
+--     and which of them are refused
+--   _sql_parse_error, _sql_error_position, _sql_line_col: parse errors and where
+
+-- The lexer's regular expression. Every alternative consumes at least one
+-- character and the last one any character, so the matches of
+-- regexp_matches(sql, pattern, 'g') tile the whole text in order: a token's
+-- position is the sum of the lengths before it. No capturing groups
+-- (regexp_matches would return them instead of the match); the longest match wins
+-- at each position, which is also how PostgreSQL's scanner decides (E'..' over a
+-- word E, '' inside '..'). (?:[A-Za-z_]|[^\x01-\x7f]) is the scanner's
+-- ident_start: a letter, '_' or any non-ASCII character.
+-- The cost is in the number of matches, so:
+--   coarse = false: one token per SQL token, each with the whitespace before it;
+--   coarse = true: a run of plain code (words, numbers, operators, punctuation,
+--     whitespace) is one token; strings, quoted identifiers, comments and dollar
+--     quotes are tokens of their own.
+CREATE OR REPLACE FUNCTION timers._sql_lex_pattern(coarse boolean DEFAULT false)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    -- block comment, nested up to six deep (deeper: see _sql_tokens)
+    comment text := '/\*(?:[^*/]|\*(?!/)|/(?!\*))*\*/';
+BEGIN
+    FOR i IN 2 .. 6 LOOP
+        comment := '/\*(?:[^*/]|\*(?!/)|/(?!\*)|' || comment || ')*\*/';
+    END LOOP;
+    RETURN
+    CASE WHEN coarse THEN '(?:' ELSE '[ \t\n\r\f\v]*(?:' END
+    -- line comment
+    || '--[^\n\r]*'
+    || '|' || comment
+    -- a comment opener the alternative above did not close
+    || '|/\*'
+    -- E'..' string with backslash escapes (or unterminated, to the end)
+    || '|[Ee]''(?:[^''\\]|''''|\\[\s\S])*(?:''|\\?$)'
+    -- '..' string with '' escapes (standard_conforming_strings = on)
+    || '|''(?:[^'']|'''')*(?:''|$)'
+    -- "quoted identifier"
+    || '|"(?:[^"]|"")*(?:"|$)'
+    -- $$..$$ whose body has no '$$' (the scanner ends it there) and no '$tag$' (lexed
+    -- as code, the inside of a $tag$ quote must not run past its end: see _sql_tokens)
+    || '|\$\$(?:[^$]|\$(?:[\x01-\x23\x25-\x40\x5b-\x5e\x60\x7b-\x7f]'
+    ||     '|(?:[A-Za-z_]|[^\x01-\x7f])(?:[A-Za-z0-9_]|[^\x01-\x7f])*'
+    ||     '[\x01-\x23\x25-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f]))*\$\$'
+    -- other dollar-quote tags, and an unterminated $$: the body is found by _sql_tokens
+    || '|\$(?:[A-Za-z_]|[^\x01-\x7f])(?:[A-Za-z0-9_]|[^\x01-\x7f])*\$|\$\$'
+    || CASE WHEN coarse THEN
+           -- a run of code: words (an E or e only where it cannot start E'..'),
+           -- digits with any identifier glued to them (as the scanner takes them),
+           -- parameters, and any other character that cannot start a string,
+           -- quoted identifier, comment or dollar quote
+           '|(?:(?:[A-DF-Za-df-z_]|[^\x01-\x7f])(?:[A-Za-z0-9_$]|[^\x01-\x7f])*'
+           || '|[Ee](?:[A-Za-z0-9_$]|[^\x01-\x7f])+|[Ee](?!'')'
+           || '|[0-9]+(?:(?:[A-Za-z_]|[^\x01-\x7f])(?:[A-Za-z0-9_$]|[^\x01-\x7f])*)?'
+           || '|\$[0-9]+(?:(?:[A-Za-z_]|[^\x01-\x7f])(?:[A-Za-z0-9_$]|[^\x01-\x7f])*)?|-(?!-)|/(?!\*)'
+           || '|[\x01-\x21\x23\x25\x26\x28-\x2c\x2e\x3a-\x40\x5b-\x5e\x60\x7b-\x7f])+'
+           || '|[\s\S])'
+       ELSE
+           -- parameter $1 (with any junk glued to it)
+           '|\$[0-9]+(?:(?:[A-Za-z_]|[^\x01-\x7f])(?:[A-Za-z0-9_$]|[^\x01-\x7f])*)?'
+           -- identifier or keyword
+           || '|(?:[A-Za-z_]|[^\x01-\x7f])(?:[A-Za-z0-9_$]|[^\x01-\x7f])*'
+           -- number (with any junk glued to it, as the scanner reports it)
+           || '|(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[Ee][+-]?[0-9_]+)?'
+           || '(?:(?:[A-Za-z_]|[^\x01-\x7f])(?:[A-Za-z0-9_$]|[^\x01-\x7f])*)?'
+           -- operator: never swallows the start of a comment
+           || '|(?:[~!@#^&|`?+*%<>=]|-(?!-)|/(?!\*))+'
+           -- anything else, one character: , ( ) [ ] ; : . \ $
+           || '|[\s\S])'
+           -- whitespace at the end
+           || '|[ \t\n\r\f\v]+'
+       END;
+END
+$fn$;
+
+-- Every place of a text where a dollar quote can end, in order: position (1-based),
+-- byte offset (0-based) and the delimiter ('$$', '$tag$'). Inside a body the
+-- scanner stops only at '$': "$ident$" ends the body when it is the opening tag,
+-- else its last '$' may start the next delimiter. So: tile the text into runs
+-- without '$' and "$ident" pieces; each piece followed by a '$' is a delimiter.
+CREATE OR REPLACE FUNCTION timers._sql_dollar_delimiters(sql text,
+                                                       OUT pos integer[], OUT bytes integer[], OUT tags text[])
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+SELECT coalesce(array_agg(d.p ORDER BY d.i), '{}'), coalesce(array_agg(d.b ORDER BY d.i), '{}'),
+       coalesce(array_agg(d.tag ORDER BY d.i), '{}')
+  FROM (SELECT r.i, r.m[1] || '$' AS tag, starts_with(r.m[1], '$') AS dollar,
+               lead(left(r.m[1], 1)) OVER w = '$' AS closed,
+               (sum(length(r.m[1])) OVER w - length(r.m[1]) + 1)::integer AS p,
+               (sum(octet_length(r.m[1])) OVER w - octet_length(r.m[1]))::integer AS b
+          FROM regexp_matches(sql, '[^$]+|\$(?:(?:[A-Za-z_]|[^\x01-\x7f])(?:[A-Za-z0-9_]|[^\x01-\x7f])*)?', 'g')
+               WITH ORDINALITY AS r(m, i)
+        WINDOW w AS (ORDER BY r.i ROWS UNBOUNDED PRECEDING)) d
+ WHERE d.dollar AND d.closed
+$fn$;
+
+-- Every '/*' and '*/' of a text, in order: position (1-based), byte offset (0-based),
+-- and whether it is '/*'. Overlapping ones ('/*/') are both listed: whoever scans
+-- skips a delimiter that starts inside the one before.
+CREATE OR REPLACE FUNCTION timers._sql_comment_delimiters(sql text,
+                                                        OUT pos integer[], OUT bytes integer[], OUT opens boolean[])
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+SELECT coalesce(array_agg(c.p ORDER BY c.p), '{}'), coalesce(array_agg(c.b ORDER BY c.p), '{}'),
+       coalesce(array_agg(c.open ORDER BY c.p), '{}')
+  FROM (SELECT (sum(length(r.m[1])) OVER w - length(r.m[1]) + 1)::integer AS p,
+               (sum(octet_length(r.m[1])) OVER w - octet_length(r.m[1]))::integer AS b,
+               true AS open, r.m[1] AS m
+          FROM regexp_matches(sql, '[^/]+|/\*|/', 'g') WITH ORDINALITY AS r(m, i)
+        WINDOW w AS (ORDER BY r.i ROWS UNBOUNDED PRECEDING)
+        UNION ALL
+        SELECT (sum(length(r.m[1])) OVER w - length(r.m[1]) + 1)::integer,
+               (sum(octet_length(r.m[1])) OVER w - octet_length(r.m[1]))::integer,
+               false, r.m[1]
+          FROM regexp_matches(sql, '[^*]+|\*/|\*', 'g') WITH ORDINALITY AS r(m, i)
+        WINDOW w AS (ORDER BY r.i ROWS UNBOUNDED PRECEDING)) c
+ WHERE c.m IN ('/*', '*/')
+$fn$;
+
+-- The tokens of a text: n (their order; folded tokens leave gaps), pos (1-based
+-- character position), tok and kind:
+--   't' comment, 's' string constant ('..', E'..', $$..$$, $fn$..$fn$),
+--   'q' "quoted identifier", and
+--   coarse = false: 'w' word (identifier or keyword), ';', '(', ')', 'o' anything
+--     else (operators, numbers, punctuation, parameters, a stray backslash);
+--     whitespace is no token;
+--   coarse = true: 'c' a run of code, whitespace included (the tokens tile the text).
+-- Works on any text, valid SQL or not (unterminated literals run to the end).
+-- Linear in the text: see the comments inside.
+CREATE OR REPLACE FUNCTION timers._sql_tokens(sql text, coarse boolean DEFAULT false)
+RETURNS TABLE (n integer, pos integer, tok text, kind text)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    pat constant text := timers._sql_lex_pattern(coarse);
+    enc constant name := getdatabaseencoding();
+    blank constant text := E' \t\n\r\f\x0b';   -- whitespace, as the scanner counts it
+    -- a dollar-quote tag on its own
+    tag constant text := '^[ \t\n\r\f\v]*\$(?:(?:[A-Za-z_]|[^\x01-\x7f])(?:[A-Za-z0-9_]|[^\x01-\x7f])*)?\$$';
+    total integer;          -- characters
+    totalb integer;         -- bytes
+    sqlbytes bytea;         -- the text as bytes: a slice of a text costs a walk from its start
+    -- the tokens so far: text and position; tokens skip_from[j] .. skip_to[j] - 1 were
+    -- lexed inside a dollar quote or comment and are part of the token before them
+    toks text[] := '{}'::text[];
+    starts integer[] := '{}'::integer[];
+    skip_from integer[] := '{}'::integer[];
+    skip_to integer[] := '{}'::integer[];
+    -- the window being lexed: its tokens, positions, byte offsets, special tokens
+    wtxt text;
+    wt text[];
+    ws integer[];
+    wb integer[];
+    wsp integer[];
+    wskip_from integer[];
+    wskip_to integer[];
+    s integer := 1;         -- window start: position, byte offset
+    sb integer := 0;
+    wend integer;           -- window end: last position, byte offset after it
+    wendb integer;
+    next_s integer;
+    next_sb integer;
+    cut integer;            -- the window's tokens 1 .. cut are final
+    covered integer;
+    mi integer := 1;        -- next dollar-quote delimiter that may end a window
+    ci integer := 1;        -- next comment delimiter that may end a window
+    -- every place a dollar-quote delimiter can close a body: position, byte offset, tag
+    dpos integer[];
+    dbyte integer[];
+    dtag text[];
+    -- every '/*' and '*/': position, byte offset, which
+    cpos integer[];
+    cbyte integer[];
+    copen boolean[];
+    i integer;
+    j integer;
+    p integer;
+    e integer;
+    eb integer;
+    t text;
+    depth integer;
+    lo integer;
+    hi integer;
+    mid integer;
+BEGIN
+    IF sql IS NULL OR sql = '' THEN
+        RETURN;
+    END IF;
+    sql := sql || '';   -- a compressed value would be decompressed by every call below
+    total := length(sql);
+    totalb := octet_length(sql);
+
+    -- The text is lexed with one regexp pass. Special tokens open a dollar quote
+    -- other than $$..$$ (or an unterminated one), or a comment the pattern could
+    -- not close (nested deeper, or unterminated): where they end is found from
+    -- lists of delimiters, and the tokens lexed inside are folded into one. When a
+    -- token lexed inside runs past the end (the lexing inside a dollar quote is
+    -- garbage: an odd quote, or '$$'), the rest is lexed again, in windows that end
+    -- at the next dollar-quote delimiter, so that no text is lexed many times.
+    LOOP
+        EXIT WHEN s > total;
+        IF s = 1 THEN
+            wtxt := sql;
+            wend := total;
+            wendb := totalb;
+        ELSE
+            IF dpos IS NULL THEN
+                SELECT d.pos, d.bytes, d.tags INTO dpos, dbyte, dtag FROM timers._sql_dollar_delimiters(sql) AS d;
+            END IF;
+            -- the window ends at the next dollar-quote tag other than $$ or, once
+            -- deep comments were seen, at the next '/*'
+            WHILE mi <= cardinality(dpos) AND (dtag[mi] = '$$' OR dpos[mi] + length(dtag[mi]) - 1 < s) LOOP
+                mi := mi + 1;
+            END LOOP;
+            WHILE ci <= coalesce(cardinality(cpos), 0) AND (NOT copen[ci] OR cpos[ci] + 1 < s) LOOP
+                ci := ci + 1;
+            END LOOP;
+            wend := total;
+            wendb := totalb;
+            IF mi <= cardinality(dpos) THEN
+                wend := dpos[mi] + length(dtag[mi]) - 1;
+                wendb := dbyte[mi] + octet_length(dtag[mi]);
+            END IF;
+            IF ci <= coalesce(cardinality(cpos), 0) AND cpos[ci] + 1 < wend THEN
+                wend := cpos[ci] + 1;
+                wendb := cbyte[ci] + 2;
+                ci := ci + 1;
+            ELSIF mi <= cardinality(dpos) THEN
+                mi := mi + 1;
+            END IF;
+            IF sqlbytes IS NULL THEN
+                sqlbytes := convert_to(sql, enc);
+            END IF;
+            wtxt := convert_from(substr(sqlbytes, sb + 1, wendb - sb), enc);
+        END IF;
+        -- the tokens, their positions and byte offsets, which are special
+        SELECT array_agg(x.m[1] ORDER BY x.o), array_agg(x.p ORDER BY x.o), array_agg(x.b ORDER BY x.o),
+               array_agg(x.o::integer ORDER BY x.o)
+                   FILTER (WHERE right(x.m[1], 2) = '/*' AND ltrim(x.m[1], blank) = '/*'
+                              OR right(x.m[1], 1) = '$' AND x.m[1] ~ tag)
+          INTO wt, ws, wb, wsp
+          FROM (SELECT r.m, r.o,
+                       (s - 1 + sum(length(r.m[1])) OVER w - length(r.m[1]) + 1)::integer AS p,
+                       (sb + sum(octet_length(r.m[1])) OVER w - octet_length(r.m[1]))::integer AS b
+                  FROM regexp_matches(wtxt, pat, 'g') WITH ORDINALITY AS r(m, o)
+                WINDOW w AS (ORDER BY r.o ROWS UNBOUNDED PRECEDING)) x;
+
+        -- A window that stops short of the end may have cut its last token short
+        -- (not a dollar-quote tag, though: those are whole): it is lexed again.
+        cut := cardinality(wt);
+        IF wend < total AND wt[cut] !~ tag THEN
+            cut := cut - 1;
+        END IF;
+        next_s := CASE WHEN cut < cardinality(wt) THEN ws[cut + 1] ELSE wend + 1 END;
+        next_sb := CASE WHEN cut < cardinality(wt) THEN wb[cut + 1] ELSE wendb END;
+        wskip_from := '{}'::integer[];
+        wskip_to := '{}'::integer[];
+        covered := s - 1;
+
+        FOREACH i IN ARRAY coalesce(wsp, '{}'::integer[]) LOOP
+            EXIT WHEN i > cut;
+            t := ltrim(wt[i], blank);
+            p := ws[i] + length(wt[i]) - length(t);
+            CONTINUE WHEN p <= covered;
+            IF t = '/*' THEN
+                IF cpos IS NULL THEN
+                    SELECT c.pos, c.bytes, c.opens INTO cpos, cbyte, copen FROM timers._sql_comment_delimiters(sql) AS c;
+                END IF;
+                lo := 1;
+                hi := cardinality(cpos);
+                WHILE lo < hi LOOP   -- the '/*' at p
+                    mid := (lo + hi) / 2;
+                    IF cpos[mid] < p THEN lo := mid + 1; ELSE hi := mid; END IF;
+                END LOOP;
+                depth := 0;
+                e := p - 1;          -- scanned up to here
+                j := lo;
+                LOOP
+                    IF j > cardinality(cpos) THEN
+                        e := total;
+                        eb := totalb;
+                        EXIT;
+                    END IF;
+                    IF cpos[j] > e THEN   -- not overlapping the last one: '/*/' is one opener
+                        IF copen[j] THEN depth := depth + 1; ELSE depth := depth - 1; END IF;
+                        e := cpos[j] + 1;
+                        eb := cbyte[j] + 2;
+                        EXIT WHEN depth = 0;
+                    END IF;
+                    j := j + 1;
+                END LOOP;
+            ELSE
+                IF dpos IS NULL THEN
+                    SELECT d.pos, d.bytes, d.tags INTO dpos, dbyte, dtag FROM timers._sql_dollar_delimiters(sql) AS d;
+                END IF;
+                -- the first delimiter after the opening tag that is the same tag
+                lo := 1;
+                hi := cardinality(dpos) + 1;
+                WHILE lo < hi LOOP
+                    mid := (lo + hi) / 2;
+                    IF dpos[mid] < p + length(t) THEN lo := mid + 1; ELSE hi := mid; END IF;
+                END LOOP;
+                WHILE lo <= cardinality(dpos) AND dtag[lo] <> t LOOP
+                    lo := lo + 1;
+                END LOOP;
+                IF lo > cardinality(dpos) THEN
+                    e := total;
+                    eb := totalb;
+                ELSE
+                    e := dpos[lo] + length(t) - 1;
+                    eb := dbyte[lo] + octet_length(t);
+                END IF;
+            END IF;
+            covered := e;
+            IF sqlbytes IS NULL THEN
+                sqlbytes := convert_to(sql, enc);
+            END IF;
+            wt[i] := convert_from(substr(sqlbytes, wb[i] + 1, eb - wb[i]), enc);
+            IF e < wend THEN
+                -- The token lexed right after it, if the lexing inside left one
+                -- there: from a token's start on, the tokens are what lexing from
+                -- there gives (a token's extent depends on what follows only).
+                lo := i;
+                hi := cardinality(ws) + 1;
+                WHILE lo < hi LOOP
+                    mid := (lo + hi) / 2;
+                    IF ws[mid] <= e THEN lo := mid + 1; ELSE hi := mid; END IF;
+                END LOOP;
+                IF lo <= cardinality(ws) AND ws[lo] = e + 1 THEN
+                    IF lo - 1 > i THEN
+                        wskip_from := wskip_from || (i + 1);
+                        wskip_to := wskip_to || lo;
+                    END IF;
+                    CONTINUE;
+                END IF;
+            END IF;
+            -- it ends past this window, or a token lexed inside it runs past its
+            -- end: lex again from its end
+            cut := i;
+            next_s := e + 1;
+            next_sb := eb;
+            EXIT;
+        END LOOP;
+
+        -- keep the window's tokens 1 .. cut
+        IF cardinality(toks) = 0 THEN
+            IF cut = cardinality(wt) THEN
+                toks := wt;
+                starts := ws;
+            ELSE
+                toks := wt[1:cut];
+                starts := ws[1:cut];
+            END IF;
+            skip_from := wskip_from;
+            skip_to := wskip_to;
+        ELSE
+            j := 1;   -- next skipped range
+            i := 1;
+            WHILE i <= cut LOOP
+                IF j <= cardinality(wskip_from) AND i = wskip_from[j] THEN
+                    i := wskip_to[j];
+                    j := j + 1;
+                    CONTINUE;
+                END IF;
+                toks := array_append(toks, wt[i]);
+                starts := array_append(starts, ws[i]);
+                i := i + 1;
+            END LOOP;
+        END IF;
+        s := next_s;
+        sb := next_sb;
+    END LOOP;
+
+    RETURN QUERY
+    SELECT v.o::integer, v.p + length(v.t) - length(v.tt), v.tt,
+           CASE ascii(v.tt)
+               WHEN 45 THEN CASE WHEN v.tt LIKE '--%' THEN 't' WHEN coarse THEN 'c' ELSE 'o' END   -- -
+               WHEN 47 THEN CASE WHEN v.tt LIKE '/*%' THEN 't' WHEN coarse THEN 'c' ELSE 'o' END   -- /
+               WHEN 39 THEN 's'                                                         -- '
+               WHEN 34 THEN 'q'                                                         -- "
+               WHEN 36 THEN                                                             -- $
+                   CASE WHEN v.tt ~ '^\$[0-9]' OR v.tt = '$' THEN CASE WHEN coarse THEN 'c' ELSE 'o' END
+                        ELSE 's' END
+               WHEN 69 THEN CASE WHEN substr(v.tt, 2, 1) = '''' THEN 's' WHEN coarse THEN 'c' ELSE 'w' END
+               WHEN 101 THEN CASE WHEN substr(v.tt, 2, 1) = '''' THEN 's' WHEN coarse THEN 'c' ELSE 'w' END
+               ELSE CASE
+                   WHEN coarse THEN 'c'
+                   WHEN v.tt IN (';', '(', ')') THEN v.tt
+                   WHEN v.tt ~ '^(?:[A-Za-z_]|[^\x01-\x7f])' THEN 'w'
+                   ELSE 'o'
+               END
+           END
+      FROM (SELECT u.o, u.p, u.t, CASE WHEN coarse THEN u.t ELSE ltrim(u.t, blank) END AS tt
+              FROM unnest(toks, starts) WITH ORDINALITY AS u(t, p, o)
+             WHERE cardinality(skip_from) = 0
+                OR NOT (u.o::integer <@ (SELECT range_agg(int4range(r.f, r.t))
+                                           FROM unnest(skip_from, skip_to) AS r(f, t)))) v
+     WHERE v.tt <> '';
+END
+$fn$;
+
+-- The first words of the statements _sql_refusal may refuse.
+CREATE OR REPLACE FUNCTION timers._sql_refused_words()
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+SELECT ARRAY['CREATE', 'DROP', 'ALTER', 'GRANT', 'REVOKE', 'SET', 'RESET', 'DISCARD',
+             'BEGIN', 'START', 'COMMIT', 'END', 'ROLLBACK', 'ABORT', 'SAVEPOINT', 'RELEASE',
+             'PREPARE', 'VACUUM', 'REINDEX', 'CLUSTER', 'LISTEN', 'UNLISTEN', 'LOAD', 'COPY']
+$fn$;
+
+-- The code of a text: the text with every comment, string constant and dollar
+-- quote blanked out (a string becomes ' and blanks) and the inside of quoted
+-- identifiers reduced to letters, digits and '_', all of the same length. What
+-- is left can be read with plain string functions: every ';', '(', ')' and '\'
+-- in it is code.
+CREATE OR REPLACE FUNCTION timers._sql_code(sql text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+SELECT coalesce(string_agg(
+           CASE k.kind
+               WHEN 'c' THEN k.tok
+               WHEN 's' THEN '''' || repeat(' ', length(k.tok) - 1)
+               WHEN 't' THEN repeat(' ', length(k.tok))
+               ELSE  -- 'q'
+                   CASE WHEN length(k.tok) > 1 AND right(k.tok, 1) = '"'
+                        THEN '"' || regexp_replace(substr(k.tok, 2, length(k.tok) - 2), '[^A-Za-z0-9_]', '_', 'g') || '"'
+                        ELSE '"' || regexp_replace(substr(k.tok, 2), '[^A-Za-z0-9_]', '_', 'g')
+                   END
+           END, '' ORDER BY k.n), '')
+  FROM timers._sql_tokens(sql, true) AS k
+$fn$;
+
+-- Which parts of a text (numbered by the top-level ';' before them) continue the
+-- statement before them. Given, in order, the parts that can open or close a
+-- BEGIN ... END block: their numbers, whether they start CREATE [OR REPLACE]
+-- FUNCTION/PROCEDURE, and their code outside parentheses. Blocks are counted as
+-- psql does: only in those statements, CASE only inside a block (it ends with END
+-- too), never below 0; a ';' inside a block does not end the statement (the body
+-- of BEGIN ATOMIC ... END).
+CREATE OR REPLACE FUNCTION timers._sql_continued(parts bigint[], routine boolean[], code text[])
+RETURNS int8multirange
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    depth integer := 0;
+    w text;
+    lo bigint[] := '{}'::bigint[];
+    hi bigint[] := '{}'::bigint[];
+    result int8multirange;
+BEGIN
+    FOR i IN 1 .. coalesce(cardinality(parts), 0) LOOP
+        IF depth > 0 THEN
+            -- the parts since the last one, this one included, are inside the block
+            lo := lo || (parts[i - 1] + 1);
+            hi := hi || parts[i];
+        ELSIF NOT routine[i] THEN
+            CONTINUE;
+        END IF;
+        FOR w IN
+            SELECT upper(m[1])
+              FROM regexp_matches(regexp_replace(code[i], '"[^"]*"', '', 'g'), '\m(begin|case|end)\M', 'gi') AS m
+        LOOP
+            IF w = 'BEGIN' THEN
+                depth := depth + 1;
+            ELSIF w = 'CASE' THEN
+                IF depth > 0 THEN depth := depth + 1; END IF;
+            ELSIF depth > 0 THEN   -- END
+                depth := depth - 1;
+            END IF;
+        END LOOP;
+    END LOOP;
+    IF depth > 0 THEN   -- never closed: the rest
+        lo := lo || (parts[cardinality(parts)] + 1);
+        hi := hi || NULL::bigint;
+    END IF;
+    SELECT range_agg(int8range(r.lo, r.hi, '[]')) INTO result FROM unnest(lo, hi) AS r(lo, hi);
+    RETURN coalesce(result, '{}'::int8multirange);
+END
+$fn$;
+
+-- The top-level statements of a text: n, pos (of its first character), head and
+-- has_on. A statement ends at a ';' outside parentheses, except inside the BEGIN
+-- ATOMIC ... END body of CREATE [OR REPLACE] FUNCTION/PROCEDURE (tracked as psql
+-- does it). Empty statements (';;') are left out.
+-- head: the statement's first word, upper-cased, and when that word can start a
+-- refused statement (see _sql_refusal) its first 16 tokens outside parentheses:
+-- words upper-cased, "quoted identifiers" as written (reduced to letters, digits,
+-- '_'), every string constant as '', any other character on its own.
+-- has_on: for GRANT and REVOKE, the word ON appears outside parentheses (GRANT
+-- on objects, not of roles).
+CREATE OR REPLACE FUNCTION timers._sql_statements(sql text)
+RETURNS TABLE (n integer, pos integer, head text[], has_on boolean)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+WITH r AS (
+    -- the code, cut at every ';', '(' and ')': they are few, so this is cheap
+    SELECT x.m[1] AS t, x.o,
+           (sum(length(x.m[1])) OVER w - length(x.m[1]) + 1)::integer AS pos,
+           coalesce(sum(CASE x.m[1] WHEN '(' THEN 1 WHEN ')' THEN -1 ELSE 0 END) OVER w, 0)
+               - CASE x.m[1] WHEN '(' THEN 1 ELSE 0 END AS lvl
+      FROM regexp_matches(timers._sql_code(sql), '[^;()]+|[;()]', 'g') WITH ORDINALITY AS x(m, o)
+    WINDOW w AS (ORDER BY x.o ROWS UNBOUNDED PRECEDING)
+), p AS (
+    -- ... numbered by the part of the text between top-level ';' they are in
+    SELECT r.*,
+           coalesce(count(*) FILTER (WHERE r.t = ';' AND r.lvl <= 0)
+                        OVER (ORDER BY r.o ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS part
+      FROM r
+), parts AS (
+    SELECT q.*, upper(substring(q.top FROM '^[ \t\n\r\f\v]*([A-Za-z_]+)')) AS word
+      FROM (SELECT p.part,
+                   min(p.pos + length(p.t) - length(ltrim(p.t, E' \t\n\r\f\x0b')))
+                       FILTER (WHERE p.t <> ';' AND ltrim(p.t, E' \t\n\r\f\x0b') <> '') AS pos,
+                   string_agg(p.t, ' ' ORDER BY p.o) FILTER (WHERE p.lvl = 0 AND p.t NOT IN (';', '(', ')')) AS top
+              FROM p
+             GROUP BY p.part) q
+     WHERE q.pos IS NOT NULL
+), candidates AS (
+    SELECT array_agg(pt.part ORDER BY pt.part) AS parts,
+           string_agg(left(pt.top, 400), E'\x01' ORDER BY pt.part) AS tops
+      FROM parts pt
+     WHERE pt.word = ANY (timers._sql_refused_words())
+), heads AS (
+    -- their first tokens, split in one pass over all of them
+    SELECT c.parts[h.i] AS part, (array_agg(h.tok ORDER BY h.o))[1:16] AS head
+      FROM candidates c,
+           LATERAL (SELECT x.o,
+                           count(*) FILTER (WHERE x.m[1] = E'\x01') OVER (ORDER BY x.o) + 1 AS i,
+                           CASE WHEN x.m[1] = '''' THEN ''''''
+                                WHEN starts_with(x.m[1], '"') THEN x.m[1]
+                                ELSE upper(x.m[1]) END AS tok
+                      FROM regexp_matches(c.tops,
+                               E'\x01|"[^"\x01]*"?|(?:[A-Za-z_]|[^\\x01-\\x7f])(?:[A-Za-z0-9_$]|[^\\x01-\\x7f])*|[^ \t\n\r\f\v\x01]',
+                               'g') WITH ORDINALITY AS x(m, o)) h
+     WHERE h.tok <> E'\x01'
+     GROUP BY c.parts[h.i]
+), stmts AS MATERIALIZED (
+    SELECT pt.part, pt.pos, pt.top, coalesce(h.head, ARRAY[pt.word]) AS head,
+           coalesce(h.head[1] = 'CREATE' AND (h.head[2] IN ('FUNCTION', 'PROCEDURE')
+               OR h.head[2] = 'OR' AND h.head[3] = 'REPLACE' AND h.head[4] IN ('FUNCTION', 'PROCEDURE')), false)
+               AS routine
+      FROM parts pt
+      LEFT JOIN heads h ON h.part = pt.part
+), continued AS (
+    -- parts that can open or close a block: routines, and parts starting with one of
+    -- the words (others can only hold CASE ... END, which leaves the depth as it was)
+    SELECT timers._sql_continued(array_agg(st.part ORDER BY st.part), array_agg(st.routine ORDER BY st.part),
+                                 array_agg(st.top ORDER BY st.part)) AS parts
+      FROM stmts st
+     WHERE st.routine OR st.head[1] IN ('BEGIN', 'CASE', 'END')
+)
+SELECT (row_number() OVER (ORDER BY st.part))::integer, st.pos, st.head,
+       st.head[1] IN ('GRANT', 'REVOKE') AND regexp_replace(st.top, '"[^"]*"', '', 'g') ~* '\mon\M'
+  FROM stmts st
+ WHERE NOT (st.part <@ (SELECT c.parts FROM continued c))
+ ORDER BY st.part
+$fn$;
+
+-- Why a statement is refused, from its head (see _sql_statements): statement (its
+-- name in messages) and reason, both NULL when it is allowed.
+--
+-- Refused: statements that leave the database (CREATE/ALTER/DROP DATABASE, ALTER
+-- SYSTEM, CREATE/DROP TABLESPACE, COPY to or from files, programs or the client,
+-- LOAD), the owner's identity (role statements, GRANT/REVOKE of roles, SET/RESET
+-- ROLE, SET/RESET SESSION AUTHORIZATION), the run's transaction (transaction
+-- control, savepoints) or the runner's session (SET SESSION CHARACTERISTICS,
+-- RESET ALL, DISCARD, LISTEN/UNLISTEN), and statements PostgreSQL cannot run
+-- inside a transaction (VACUUM, ... CONCURRENTLY, REINDEX SCHEMA/DATABASE/SYSTEM,
+-- CLUSTER of every table).
+-- Allowed on purpose: plain SET/RESET of other settings (search_path, work_mem, ...),
+-- CHECKPOINT (permission-checked by PostgreSQL: superusers and pg_checkpoint), ANALYZE,
+-- REFRESH MATERIALIZED VIEW CONCURRENTLY, REASSIGN/DROP OWNED (permission-checked),
+-- CREATE/ALTER/DROP USER MAPPING, PREPARE/EXECUTE, NOTIFY, CALL, DO.
+CREATE OR REPLACE FUNCTION timers._sql_refusal(head text[], has_on boolean,
+                                               OUT statement text, OUT reason text)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    r_database constant text := 'a timer works inside its own database';
+    r_identity constant text := 'a timer runs as the role that saved it';
+    r_roles constant text := 'a timer runs as the role that saved it and cannot manage roles';
+    r_transaction constant text :=
+        'a run is one transaction, committed together with the run''s bookkeeping, so the SQL'
+        ' cannot end it or start another (a procedure that commits cannot do it either: the SQL'
+        ' runs inside a function); to split work, use several timers';
+    r_savepoint constant text :=
+        'a run is one transaction and its SQL runs inside a function; to undo part of the work'
+        ' on an error, use a DO block with BEGIN ... EXCEPTION';
+    r_no_block constant text :=
+        'it cannot run inside a transaction block, and a run is one transaction';
+    w1 text := head[1];
+    w2 text := head[2];
+    w3 text := head[3];
+    v text;      -- SET/RESET target, normalized
+    v2 text;
+    j integer;
+BEGIN
+    IF w1 IS NULL THEN
+        RETURN;
+    END IF;
+    CASE w1
+    WHEN 'CREATE', 'DROP', 'ALTER' THEN
+        IF w1 = 'CREATE' AND w2 = 'OR' AND w3 = 'REPLACE' THEN
+            w2 := head[4];
+            w3 := head[5];
+        END IF;
+        IF w2 = 'DATABASE' THEN
+            statement := w1 || ' DATABASE';
+            reason := r_database;
+        ELSIF w1 = 'ALTER' AND w2 = 'SYSTEM' THEN
+            statement := 'ALTER SYSTEM';
+            reason := 'it changes the whole server''s configuration; ' || r_database;
+        ELSIF w2 IN ('ROLE', 'GROUP') OR (w2 = 'USER' AND w3 IS DISTINCT FROM 'MAPPING') THEN
+            statement := w1 || ' ' || w2;
+            reason := r_roles;
+        ELSIF w2 = 'TABLESPACE' AND w1 <> 'ALTER' THEN
+            statement := w1 || ' TABLESPACE';
+            reason := 'tablespaces belong to the whole server, and ' || r_no_block;
+        ELSIF w1 IN ('CREATE', 'DROP')
+              AND (w2 = 'INDEX' AND w3 = 'CONCURRENTLY'
+                   OR w1 = 'CREATE' AND w2 = 'UNIQUE' AND w3 = 'INDEX' AND head[4] = 'CONCURRENTLY') THEN
+            statement := w1 || ' INDEX CONCURRENTLY';
+            reason := r_no_block;
+        ELSIF w1 = 'ALTER' AND w2 = 'TABLE' THEN
+            j := array_position(head, 'DETACH');
+            IF j IS NOT NULL AND head[j + 1] = 'PARTITION'
+               AND array_position(head, 'CONCURRENTLY', j) IS NOT NULL THEN
+                statement := 'DETACH PARTITION ... CONCURRENTLY';
+                reason := r_no_block;
+            END IF;
+        END IF;
+    WHEN 'GRANT', 'REVOKE' THEN
+        IF NOT has_on THEN
+            statement := w1 || ' of a role';
+            reason := r_roles;
+        END IF;
+    WHEN 'SET', 'RESET' THEN
+        j := 2;
+        IF w1 = 'SET' AND w2 IN ('LOCAL', 'SESSION')
+           AND w3 IS DISTINCT FROM 'AUTHORIZATION' AND w3 IS DISTINCT FROM 'CHARACTERISTICS' THEN
+            j := 3;
+        END IF;
+        v := head[j];
+        v2 := head[j + 1];
+        -- a setting's name is case-insensitive, quoted or not: SET "Role" = ...
+        IF v LIKE '"%"' THEN
+            v := upper(replace(substr(v, 2, length(v) - 2), '""', '"'));
+        END IF;
+        IF v = 'ROLE' THEN
+            statement := w1 || ' ROLE';
+            reason := r_identity;
+        ELSIF v = 'SESSION_AUTHORIZATION' OR (v = 'SESSION' AND v2 = 'AUTHORIZATION') THEN
+            statement := w1 || ' SESSION AUTHORIZATION';
+            reason := r_identity;
+        ELSIF w1 = 'SET' AND v = 'SESSION' AND v2 = 'CHARACTERISTICS' THEN
+            statement := 'SET SESSION CHARACTERISTICS';
+            reason := 'it would change the runner''s session beyond this run; use SET TRANSACTION';
+        ELSIF w1 = 'RESET' AND v = 'ALL' THEN
+            statement := 'RESET ALL';
+            reason := 'it would also reset the run''s own settings (pgtimers.timer, pgtimers.due_at);'
+                      ' reset settings one by one';
+        END IF;
+    WHEN 'DISCARD' THEN
+        statement := 'DISCARD';
+        reason := 'it would throw away the state of the runner''s session, which outlives the run';
+    WHEN 'BEGIN', 'COMMIT', 'END', 'ABORT' THEN
+        statement := w1 || CASE WHEN w1 = 'COMMIT' AND w2 = 'PREPARED' THEN ' PREPARED' ELSE '' END;
+        reason := r_transaction;
+    WHEN 'ROLLBACK' THEN
+        IF w2 = 'PREPARED' THEN
+            statement := 'ROLLBACK PREPARED';
+            reason := r_transaction;
+        ELSIF w2 = 'TO' OR (w2 IN ('WORK', 'TRANSACTION') AND w3 = 'TO') THEN
+            statement := 'ROLLBACK TO SAVEPOINT';
+            reason := r_savepoint;
+        ELSE
+            statement := 'ROLLBACK';
+            reason := r_transaction;
+        END IF;
+    WHEN 'START' THEN
+        IF w2 = 'TRANSACTION' THEN
+            statement := 'START TRANSACTION';
+            reason := r_transaction;
+        END IF;
+    WHEN 'PREPARE' THEN
+        IF w2 = 'TRANSACTION' THEN
+            statement := 'PREPARE TRANSACTION';
+            reason := r_transaction;
+        END IF;
+    WHEN 'SAVEPOINT' THEN
+        statement := 'SAVEPOINT';
+        reason := r_savepoint;
+    WHEN 'RELEASE' THEN
+        statement := 'RELEASE SAVEPOINT';
+        reason := r_savepoint;
+    WHEN 'VACUUM' THEN
+        statement := 'VACUUM';
+        reason := r_no_block || ' (ANALYZE can)';
+    WHEN 'REINDEX' THEN
+        IF w3 = 'CONCURRENTLY' THEN
+            statement := 'REINDEX CONCURRENTLY';
+            reason := r_no_block;
+        ELSIF w2 IN ('SCHEMA', 'DATABASE', 'SYSTEM') THEN
+            statement := 'REINDEX ' || w2;
+            reason := r_no_block || ' (REINDEX TABLE and REINDEX INDEX can)';
+        END IF;
+    WHEN 'CLUSTER' THEN
+        IF w2 IS NULL OR (w2 = 'VERBOSE' AND w3 IS NULL) THEN
+            statement := 'CLUSTER without a table';
+            reason := r_no_block || ' (CLUSTER of one table can)';
+        END IF;
+    WHEN 'LISTEN', 'UNLISTEN' THEN
+        statement := w1;
+        reason := 'a run''s session does not receive notifications; NOTIFY and pg_notify() do work';
+    WHEN 'LOAD' THEN
+        statement := 'LOAD';
+        reason := 'it loads a library into the runner''s server process; ' || r_database;
+    WHEN 'COPY' THEN
+        SELECT min(u.o) INTO j FROM unnest(head) WITH ORDINALITY AS u(w, o) WHERE u.w IN ('TO', 'FROM');
+        v := head[j + 1];
+        IF v = 'PROGRAM' THEN
+            statement := 'COPY ... PROGRAM';
+            reason := 'it runs a program on the database server; ' || r_database;
+        ELSIF v IN ('STDIN', 'STDOUT') THEN
+            statement := 'COPY ... ' || v;
+            reason := 'a timer has no client to copy from or to; use INSERT ... SELECT';
+        ELSE
+            statement := 'COPY ... a file';
+            reason := 'it reads or writes a file on the database server; ' || r_database;
+        END IF;
+    ELSE
+        NULL;
+    END CASE;
+END
+$fn$;
+
+-- 'line L, column C' of a character position (1-based; columns count characters).
+CREATE OR REPLACE FUNCTION timers._sql_line_col(sql text, pos integer)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    before constant text := left(sql, pos - 1);
+    last_nl constant integer := strpos(reverse(before), E'\n');
+BEGIN
+    RETURN format('line %s, column %s',
+                  1 + length(before) - length(replace(before, E'\n', '')),
+                  CASE WHEN last_nl = 0 THEN pos ELSE last_nl END);
+END
+$fn$;
+
+-- NULL when PostgreSQL's raw parser accepts the SQL, else its error message.
+-- The trick: the body of a SQL-language function with a polymorphic argument is
+-- run through the raw parser when the function is created, but not analyzed (the
+-- argument's type is unknown), so tables and routines it names need not exist.
+-- The function is dropped at once; nothing of it stays.
+CREATE OR REPLACE FUNCTION timers._sql_parse_error(sql text)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET check_function_bodies = on
+SET client_min_messages = warning
+AS $fn$
+DECLARE
+    probe constant text := 'pgtimers_sqlcheck_probe';
+    create_probe constant text :=
+        'CREATE FUNCTION pg_temp.' || quote_ident(probe) || '(anyelement) RETURNS void LANGUAGE sql AS ';
+    drop_probe constant text := 'DROP FUNCTION pg_temp.' || quote_ident(probe) || '(anyelement)';
+    msg text;
+    state text;
+BEGIN
+    BEGIN
+        -- quote_literal, never a dollar quote: the SQL may contain any tag
+        EXECUTE create_probe || quote_literal(sql);
+        EXECUTE drop_probe;
+        RETURN NULL;
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+    END;
+    IF state <> '42601' THEN
+        -- Not a syntax error: make sure the SQL is the cause, not the probe itself
+        -- (no TEMP privilege, read-only transaction, ...): those errors come through.
+        EXECUTE create_probe || quote_literal('SELECT 1');
+        EXECUTE drop_probe;
+    END IF;
+    RETURN msg;
+END
+$fn$;
+
+-- The character position a parse error of the SQL points at, or NULL.
+-- PL/pgSQL cannot read an error's position, so it is found again by parsing
+-- prefixes of the SQL: a prefix that stops before the error parses, or fails only
+-- "at end of input"; one that goes past it fails with the same message. So a
+-- binary search finds the first statement whose end is past the error, then, in
+-- that statement alone (statements parse independently), the first token past it:
+-- for "at or near "X"" only the tokens spelled X. "at end of input" is after the
+-- last token.
+CREATE OR REPLACE FUNCTION timers._sql_error_position(sql text, message text)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    blank constant text := E' \t\n\r\f\x0b';
+    near constant integer := strpos(message, ' at or near "');
+    x text;
+    stmts integer[];
+    base integer := 0;   -- the statement searched starts after this position
+    part text;
+    cand integer[];
+    ends integer[];
+    lo integer;
+    hi integer;
+    mid integer;
+BEGIN
+    IF sql IS NULL OR message IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF message LIKE '% at end of input' THEN
+        SELECT max(k.pos + length(rtrim(k.tok, blank))) INTO lo
+          FROM timers._sql_tokens(sql, true) AS k
+         WHERE k.kind <> 't' AND rtrim(k.tok, blank) <> '';
+        RETURN coalesce(lo, length(sql) + 1);
+    END IF;
+    IF near > 0 AND right(message, 1) = '"' THEN
+        x := substr(message, near + 13, length(message) - near - 13);
+    END IF;
+
+    -- the statement
+    SELECT array_agg(s.pos ORDER BY s.n) INTO stmts FROM timers._sql_statements(sql) AS s;
+    part := sql;
+    IF cardinality(stmts) > 1 THEN
+        stmts := stmts[2:] || (length(sql) + 1);   -- where each one ends (exclusive)
+        lo := 1;
+        hi := cardinality(stmts);
+        WHILE lo < hi LOOP
+            mid := (lo + hi) / 2;
+            IF timers._sql_parse_error(left(sql, stmts[mid] - 1)) IS NOT DISTINCT FROM message THEN
+                hi := mid;
+            ELSE
+                lo := mid + 1;
+            END IF;
+        END LOOP;
+        IF lo > 1 THEN
+            base := stmts[lo - 1] - 1;
+        END IF;
+        part := substr(sql, base + 1, stmts[lo] - 1 - base);
+        IF timers._sql_parse_error(part) IS DISTINCT FROM message THEN
+            -- it does not fail alone as it does in the SQL: search the whole SQL
+            base := 0;
+            part := sql;
+        END IF;
+    END IF;
+
+    -- the token
+    IF x IS NOT NULL THEN
+        SELECT array_agg(k.pos ORDER BY k.n), array_agg(k.pos + length(x) - 1 ORDER BY k.n)
+          INTO cand, ends
+          FROM timers._sql_tokens(part) AS k
+         WHERE (starts_with(k.tok, x) OR starts_with(x, k.tok))
+           AND substr(part, k.pos, length(x)) = x
+           -- not a word that only begins with it (SELECT for SELEC)
+           AND NOT (length(k.tok) > length(x)
+                    AND substr(k.tok, length(x), 2) ~ '^(?:[A-Za-z0-9_$]|[^\x01-\x7f]){2}$');
+        IF cand IS NULL THEN
+            lo := strpos(part, x);
+            RETURN CASE WHEN lo > 0 THEN base + lo END;
+        END IF;
+    ELSE
+        SELECT array_agg(k.pos ORDER BY k.n), array_agg(k.pos + length(k.tok) - 1 ORDER BY k.n)
+          INTO cand, ends
+          FROM timers._sql_tokens(part) AS k
+         WHERE k.kind <> 't';
+        IF cand IS NULL THEN
+            RETURN NULL;
+        END IF;
+    END IF;
+    lo := 1;
+    hi := cardinality(cand);
+    WHILE lo < hi LOOP
+        mid := (lo + hi) / 2;
+        IF timers._sql_parse_error(left(part, ends[mid])) IS NOT DISTINCT FROM message THEN
+            hi := mid;
+        ELSE
+            lo := mid + 1;
+        END IF;
+    END LOOP;
+    RETURN base + cand[lo];
+END
+$fn$;
+
+-- A timer's name: 1 to 64 of ASCII letters, digits, "_" and "-". Returns it unchanged.
+CREATE OR REPLACE FUNCTION timers._check_name(name text)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    shown text;
+BEGIN
+    IF name ~ '^[A-Za-z0-9_-]{1,64}$' THEN
+        RETURN name;
+    END IF;
+    -- quoted as a literal, control characters made visible, huge names cut short
+    shown := CASE WHEN length(name) > 80 THEN left(name, 80) || '…' ELSE name END;
+    shown := quote_nullable(regexp_replace(shown, '[\x01-\x1f\x7f]', '?', 'g'));
+    RAISE EXCEPTION USING
+        ERRCODE = 'invalid_parameter_value',
+        MESSAGE = format('bad timer name %s%s: use 1 to 64 letters, digits, "_" and "-"',
+                         shown,
+                         CASE WHEN length(name) > 64 THEN format(' (%s characters)', length(name)) END);
+END
+$fn$;
+
+-- A timer's SQL: not empty, at most 64 KB, parses, and uses no refused statement.
+CREATE OR REPLACE FUNCTION timers._check_sql(sql text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    max_bytes constant integer := 65536;
+    refusable constant text[] := timers._sql_refused_words();
+    msg text;
+    near integer;
+    x text;
+    p integer;
+    s record;
+    refusal record;
+    found_any boolean := false;
+BEGIN
+    IF sql IS NULL THEN
+        RAISE EXCEPTION 'the timer''s SQL is empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF octet_length(sql) > max_bytes THEN
+        RAISE EXCEPTION 'the timer''s SQL is % bytes; the limit is % (64 KB)', octet_length(sql), max_bytes
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+
+    sql := sql || '';   -- decompress once, not in every function it is passed to
+    msg := timers._sql_parse_error(sql);
+    IF msg IS NOT NULL THEN
+        -- A backslash outside strings is never SQL: most likely a psql meta-command.
+        p := CASE WHEN strpos(sql, '\') > 0 THEN strpos(timers._sql_code(sql), '\') ELSE 0 END;
+        IF p > 0 THEN
+            RAISE EXCEPTION 'the timer''s SQL may not use %: psql meta-commands like \c do not work in a timer (%)',
+                (regexp_match(substr(sql, p, 40), '^\\(?:[A-Za-z]+|[^[:space:]])?'))[1],
+                timers._sql_line_col(sql, p)
+                USING ERRCODE = 'syntax_error';
+        END IF;
+        p := timers._sql_error_position(sql, msg);
+        -- the token in "at or near" can be the whole rest of the SQL: shorten it
+        near := strpos(msg, ' at or near "');
+        IF near > 0 AND right(msg, 1) = '"' THEN
+            x := substr(msg, near + 13, length(msg) - near - 13);
+            IF length(x) > 40 THEN
+                msg := left(msg, near + 12) || left(x, 40) || '…"';
+            END IF;
+        END IF;
+        RAISE EXCEPTION USING
+            ERRCODE = 'syntax_error',
+            MESSAGE = format('the timer''s SQL does not parse: %s%s', msg,
+                             ' (' || timers._sql_line_col(sql, p) || ')');
+    END IF;
+
+    FOR s IN SELECT * FROM timers._sql_statements(sql) LOOP
+        found_any := true;
+        CONTINUE WHEN NOT (s.head[1] = ANY (refusable));
+        refusal := timers._sql_refusal(s.head, s.has_on);
+        IF refusal.statement IS NOT NULL THEN
+            RAISE EXCEPTION 'the timer''s SQL may not use %: % (%)',
+                refusal.statement, refusal.reason, timers._sql_line_col(sql, s.pos)
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
+    END LOOP;
+    IF NOT found_any THEN
+        RAISE EXCEPTION 'the timer''s SQL is empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+END
+$fn$;
+
+REVOKE ALL ON FUNCTION
+    timers._sql_refused_words(),
+    timers._sql_lex_pattern(boolean),
+    timers._sql_dollar_delimiters(text),
+    timers._sql_comment_delimiters(text),
+    timers._sql_tokens(text, boolean),
+    timers._sql_code(text),
+    timers._sql_continued(bigint[], boolean[], text[]),
+    timers._sql_statements(text),
+    timers._sql_refusal(text[], boolean),
+    timers._sql_line_col(text, integer),
+    timers._sql_parse_error(text),
+    timers._sql_error_position(text, text),
+    timers._check_name(text),
+    timers._check_sql(text)
+FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+    timers._sql_refused_words(),
+    timers._sql_lex_pattern(boolean),
+    timers._sql_dollar_delimiters(text),
+    timers._sql_comment_delimiters(text),
+    timers._sql_tokens(text, boolean),
+    timers._sql_code(text),
+    timers._sql_continued(bigint[], boolean[], text[]),
+    timers._sql_statements(text),
+    timers._sql_refusal(text[], boolean),
+    timers._sql_line_col(text, integer),
+    timers._sql_parse_error(text),
+    timers._sql_error_position(text, text),
+    timers._check_name(text),
+    timers._check_sql(text)
+TO pgtimers_admin, pgtimers_runner;
