@@ -1,4 +1,4 @@
-"""Named SQL queries kept in .sql files of the package, looked up by name."""
+"""Named SQL queries kept in .sql files of the package (`-- name: x` blocks), looked up by name."""
 
 from __future__ import annotations
 
@@ -6,16 +6,30 @@ import functools
 import re
 from pathlib import Path
 
-_NAME = re.compile(r"^-- name: ([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
+_HERE = Path(__file__).resolve().parent
+_NAME = re.compile(r"^-- name: ([a-z_][a-z0-9_]*)\s*$")
+
+
+def parse(text: str) -> dict[str, str]:
+    """Split a file of `-- name: x` blocks into {name: statement}; comment lines are dropped."""
+    queries: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        found = _NAME.match(line)
+        if found:
+            name = found.group(1)
+            if name in queries:
+                raise ValueError(f"query {name!r} is defined twice")
+            current = queries[name] = []
+        elif current is not None and not line.lstrip().startswith("--"):
+            current.append(line)
+    return {name: "\n".join(lines).strip() for name, lines in queries.items()}
 
 
 @functools.cache
 def load(filename: str) -> dict[str, str]:
-    """Every `-- name: x` block of a package .sql file, by name."""
-    text = (Path(__file__).resolve().parent / filename).read_text(encoding="utf-8")
-    parts = _NAME.split(text)
-    # parts = [preamble, name1, body1, name2, body2, ...]
-    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+    """Every named query of one package .sql file."""
+    return parse((_HERE / filename).read_text(encoding="utf-8"))
 
 
 def query(filename: str, name: str) -> str:

@@ -37,6 +37,12 @@ SELECT t.id, t.next_due_at,
  LIMIT 1
    FOR UPDATE OF t SKIP LOCKED
 
+-- name: reset_session
+-- After a run: settings a timer's SQL changed with plain SET and temp tables it
+-- left go, so nothing leaks into the next run on this connection. RESET ALL
+-- returns to the connection's startup settings (application_name, keepalives).
+RESET ALL; DISCARD TEMP
+
 -- name: set_timeout
 -- The run's time limit, for the rest of the run's transaction.
 SELECT set_config('statement_timeout', $1::text, true)

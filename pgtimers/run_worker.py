@@ -53,7 +53,12 @@ class Worker:
         rolled back by the server: the due time stays for the next claim)."""
         await self.open()
         assert self.conn is not None
-        conn = self.conn
+        result = await self._claim_and_run(self.conn)
+        if result is not None:
+            await self.conn.execute(query("reset_session"))
+        return result
+
+    async def _claim_and_run(self, conn: asyncpg.Connection) -> dict[str, Any] | None:
         claimed: Any = None
         try:
             async with conn.transaction():

@@ -727,6 +727,11 @@ BEGIN
         IF w2 = 'TRANSACTION' THEN
             statement := 'PREPARE TRANSACTION';
             reason := r_transaction;
+        ELSE
+            -- A prepared statement would outlive the run on the runner's shared session.
+            statement := 'PREPARE';
+            reason := 'a prepared statement would outlive the run in the runner''s session;'
+                      ' run the statement directly, or use a function';
         END IF;
     WHEN 'SAVEPOINT' THEN
         statement := 'SAVEPOINT';

@@ -331,3 +331,33 @@ def test_cli_run_name_runs_now_and_exits_by_result(
     assert json.loads(failed.stdout)["error"] == "division by zero"
     missing = cli("nope")
     assert missing.returncode == 2 and "there is no timer 'nope'" in missing.stderr
+
+
+def test_nothing_a_run_sets_leaks_into_the_next_run_on_the_connection(
+    conn: psycopg.Connection, start_runner: Callable[..., RunnerProcess]
+) -> None:
+    conn.execute("CREATE TABLE seen (timer text, work_mem text)")
+    conn.execute("GRANT INSERT ON seen TO pgt_alice")
+    with psycopg.connect(conn.info.dsn, autocommit=True) as alice:
+        alice.execute("SET SESSION AUTHORIZATION pgt_alice")
+        # A plain SET and a temp table without ON COMMIT DROP, run as a non-superuser.
+        save(
+            alice,
+            "dirty",
+            "daily 03:00",
+            "SET work_mem = '77MB'; CREATE TEMP TABLE scratch (a int);"
+            " INSERT INTO seen VALUES ('dirty', current_setting('work_mem'))",
+        )
+        save(
+            alice,
+            "clean",
+            "daily 03:00",
+            "INSERT INTO seen VALUES ('clean', current_setting('work_mem'))",
+        )
+    start_runner("--workers", "1")
+    for name in ("dirty", "dirty", "clean"):  # one worker: the same connection each time
+        row = conn.execute("CALL timers.run(%s)", [name]).fetchone()
+        assert row is not None and row[0]["ok"] is True, row
+    rows = conn.execute("SELECT timer, work_mem FROM seen").fetchall()
+    assert rows[:2] == [("dirty", "77MB"), ("dirty", "77MB")]
+    assert rows[2][0] == "clean" and rows[2][1] != "77MB"
