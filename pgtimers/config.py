@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pgtimers.http_settings import CONFIG_KEYS as HTTP_CONFIG_KEYS
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10 (dependency: tomli; python_version < "3.11")
@@ -17,7 +19,7 @@ else:  # pragma: no cover - Python 3.10 (dependency: tomli; python_version < "3.
 DEFAULT_WORKERS = 2
 MIN_WORKERS, MAX_WORKERS = 1, 64
 WORKERS_ENV = "PGTIMERS_WORKERS"
-CONFIG_KEYS = ("workers", "dsn", "all_databases", "timezone", "http")
+CONFIG_KEYS = ("workers", "dsn", "all_databases", "timezone", "http", *HTTP_CONFIG_KEYS)
 
 
 class ConfigError(ValueError):
@@ -115,4 +117,5 @@ def resolve(
         workers_from=source,
         timezone=timezone or data.get("timezone"),
         http=http or data.get("http"),
+        extra={k: data[k] for k in HTTP_CONFIG_KEYS if k in data},
     )

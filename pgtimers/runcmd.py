@@ -12,6 +12,7 @@ from pgtimers import run_log
 from pgtimers.config import ConfigError, resolve
 
 if TYPE_CHECKING:
+    from pgtimers.http_settings import HttpSettings
     from pgtimers.runner import RunnerOptions
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
@@ -80,7 +81,17 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="set the default zone of the served databases (timers.set_timezone) "
         "at start; needs pgtimers_admin",
     )
-    p.add_argument("--http", metavar="ADDR", help="reserved for the HTTP API (not built yet)")
+    p.add_argument(
+        "--http",
+        metavar="ADDR",
+        help="serve the HTTP API, metrics and console on ADDR (127.0.0.1:8080); see docs/http.md",
+    )
+    p.add_argument(
+        "--http-anonymous",
+        action="store_true",
+        default=None,
+        help="no credentials needed on a loopback --http (http_allow_anonymous_loopback)",
+    )
     p.add_argument(
         "--config",
         metavar="FILE",
@@ -107,13 +118,18 @@ def main(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"pgtimers run: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    http_settings = None
     if config.http:
-        run_log.event(
-            logging.WARNING,
-            "http_not_built",
-            http=config.http,
-            note="the HTTP API is not part of this version; ignoring --http",
-        )
+        from pgtimers.http_settings import HttpConfigError, HttpSettings, parse_addr
+
+        try:
+            parse_addr(config.http)
+            http_settings = HttpSettings.from_config(
+                config.extra, allow_anonymous_loopback=args.http_anonymous
+            )
+        except HttpConfigError as exc:
+            print(f"pgtimers run: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     dsns = list(config.dsns)
     if not dsns:
         from pgtimers.embedded import data_dir, embedded_dsn
@@ -141,15 +157,34 @@ def main(args: argparse.Namespace) -> int:
         databases=len(dsns),
         all_databases=config.all_databases or None,
     )
-    return asyncio.run(_run(options))
+    return asyncio.run(_run(options, config.http, http_settings))
 
 
-async def _run(options: RunnerOptions) -> int:
+async def _run(
+    options: RunnerOptions, http: str | None = None, http_settings: HttpSettings | None = None
+) -> int:
     from pgtimers.runner import Runner
 
     runner = Runner(options)
     runner.install_signal_handlers()
-    return await runner.run()
+    server = None
+    if http:
+        from pgtimers.http_server import start_http
+        from pgtimers.http_settings import HttpConfigError
+
+        # --all-databases: the databases found so far; else the --dsn list (first = default)
+        databases = (lambda: list(runner.serving)) if options.all_databases else options.dsns
+        try:
+            server = await start_http(http, databases, http_settings)
+        except HttpConfigError as exc:
+            print(f"pgtimers run: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        run_log.event(logging.INFO, "http_serving", url=server.url)
+    try:
+        return await runner.run()
+    finally:
+        if server is not None:
+            await server.close()
 
 
 def _run_now(args: argparse.Namespace) -> int:

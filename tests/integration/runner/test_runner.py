@@ -334,12 +334,11 @@ def test_cli_run_name_runs_now_and_exits_by_result(
 
 
 def test_nothing_a_run_sets_leaks_into_the_next_run_on_the_connection(
-    conn: psycopg.Connection, start_runner: Callable[..., RunnerProcess]
+    db: Database, conn: psycopg.Connection, start_runner: Callable[..., RunnerProcess]
 ) -> None:
     conn.execute("CREATE TABLE seen (timer text, work_mem text)")
     conn.execute("GRANT INSERT ON seen TO pgt_alice")
-    with psycopg.connect(conn.info.dsn, autocommit=True) as alice:
-        alice.execute("SET SESSION AUTHORIZATION pgt_alice")
+    with db.connect("pgt_alice") as alice:
         # A plain SET and a temp table without ON COMMIT DROP, run as a non-superuser.
         save(
             alice,

@@ -1,0 +1,390 @@
+// pgtimers console: plain JavaScript over the HTTP API, no build step.
+// Every value from the server is shown with textContent, never as HTML.
+"use strict";
+
+const AUTH_KEY = "pgtimers.auth";
+const state = {
+  db: sessionStorage.getItem("pgtimers.db") || "",
+  auth: sessionStorage.getItem(AUTH_KEY) || "",
+  who: sessionStorage.getItem("pgtimers.who") || "",
+  list: null, // {now_ms, timers} of the database shown
+  listAt: 0, // Date.now() when it came
+  stats: null,
+  statsAt: 0,
+  busy: new Set(), // timers with a Run now waiting
+};
+
+const $ = (sel) => document.querySelector(sel);
+// a form's own input by name (form.name would be the form's name attribute)
+const field = (form, name) => form.elements.namedItem(name);
+
+class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+function withDb(path) {
+  if (!state.db) return path;
+  return path + (path.includes("?") ? "&" : "?") + "db=" + encodeURIComponent(state.db);
+}
+
+async function api(method, path, body) {
+  const headers = { "X-Pgtimers-Console": "1" };
+  if (state.auth) headers["Authorization"] = state.auth;
+  const init = { method, headers };
+  if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const resp = await fetch(path, init);
+  let data = null;
+  try {
+    data = await resp.json();
+  } catch (e) {
+    data = null;
+  }
+  if (resp.status === 401) {
+    showSignin((data && data.error) || "sign in");
+    throw new ApiError(401, (data && data.error) || "sign in");
+  }
+  if (!resp.ok) throw new ApiError(resp.status, (data && data.error) || resp.statusText);
+  return data;
+}
+
+// ---- messages and times ---------------------------------------------------
+
+function say(text, kind) {
+  const box = $("#message");
+  box.textContent = text;
+  box.className = kind || "ok";
+  box.hidden = false;
+}
+
+function span(seconds) {
+  if (seconds < 60) return seconds + " s";
+  if (seconds < 3600) return Math.round(seconds / 60) + " min";
+  if (seconds < 2 * 86400) return Math.round(seconds / 3600) + " h";
+  return Math.round(seconds / 86400) + " days";
+}
+
+function relative(ms, now) {
+  const s = Math.round((now - ms) / 1000);
+  if (Math.abs(s) < 1) return "now";
+  return s > 0 ? span(s) + " ago" : "in " + span(-s);
+}
+
+function serverNow() {
+  if (!state.list) return Date.now();
+  return state.list.now_ms + (Date.now() - state.listAt);
+}
+
+function el(tag, text, cls) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (cls) node.className = cls;
+  return node;
+}
+
+// ---- the timers list --------------------------------------------------------
+
+function nextRun(t, now) {
+  if (t.running) return "running now";
+  if (!t.enabled) return "off";
+  if (t.expired) return "expired";
+  if (!t.next_run_ms) return "—";
+  return relative(t.next_run_ms, now);
+}
+
+function result(t) {
+  if (t.running) return ["running…", "running"];
+  if (t.last_ok === null) return ["never ran", "never"];
+  if (t.last_ok) return ["ok · " + t.last_rows + " rows · " + t.last_took_ms + " ms", "ok"];
+  return ["failed", "failed"];
+}
+
+function renderList() {
+  const body = $("#timers tbody");
+  body.textContent = "";
+  const timers = (state.list && state.list.timers) || [];
+  $("#empty").hidden = timers.length > 0;
+  const now = serverNow();
+  for (const t of timers) {
+    const tr = document.createElement("tr");
+    tr.dataset.name = t.name;
+    tr.appendChild(el("td", t.name, "name"));
+    tr.appendChild(el("td", t.schedule, "schedule"));
+    tr.appendChild(el("td", nextRun(t, now), "next"));
+    tr.appendChild(el("td", t.last_run_ms ? relative(t.last_run_ms, now) : "never", "last"));
+    const [text, cls] = result(t);
+    tr.appendChild(el("td", text, "result " + cls));
+    const err = el("td", t.last_error, "error");
+    err.title = t.last_error;
+    tr.appendChild(err);
+    const on = document.createElement("td");
+    const sw = document.createElement("input");
+    sw.type = "checkbox";
+    sw.className = "switch";
+    sw.checked = t.enabled;
+    sw.setAttribute("aria-label", "on/off " + t.name);
+    sw.addEventListener("change", () => setEnabled(t.name, sw.checked, sw));
+    on.appendChild(sw);
+    tr.appendChild(on);
+    const actions = document.createElement("td");
+    const run = el("button", state.busy.has(t.name) ? "Running…" : "Run now", "run");
+    run.type = "button";
+    run.disabled = state.busy.has(t.name);
+    run.addEventListener("click", () => runNow(t.name));
+    const del = el("button", "Delete", "delete");
+    del.type = "button";
+    del.addEventListener("click", () => remove(t.name));
+    actions.append(run, del);
+    tr.appendChild(actions);
+    body.appendChild(tr);
+  }
+}
+
+async function loadList() {
+  state.list = await api("GET", withDb("/api/timers"));
+  state.listAt = Date.now();
+  renderList();
+}
+
+async function runNow(name) {
+  state.busy.add(name);
+  renderList();
+  try {
+    const r = await api("POST", withDb("/api/timers/" + encodeURIComponent(name) + "/run"));
+    if (!r.finished) say("timer " + name + " is still running; its result will show in the list", "ok");
+    else if (r.ok) say("timer " + name + " ran: ok, " + r.rows + " rows in " + r.took_ms + " ms", "ok");
+    else say("timer " + name + " failed: " + r.error, "error");
+  } catch (e) {
+    say(e.message, "error");
+  } finally {
+    state.busy.delete(name);
+  }
+  await refresh();
+}
+
+async function setEnabled(name, enabled, input) {
+  input.disabled = true;
+  try {
+    const path = withDb("/api/timers/" + encodeURIComponent(name) + "/enable");
+    await api("POST", path, { enabled });
+    say("timer " + name + " is " + (enabled ? "on" : "off"), "ok");
+  } catch (e) {
+    say(e.message, "error");
+  }
+  await refresh();
+}
+
+async function remove(name) {
+  if (!window.confirm("Delete timer " + name + "?")) return;
+  try {
+    await api("POST", withDb("/api/timers/" + encodeURIComponent(name) + "/delete"));
+    say("timer " + name + " deleted", "ok");
+  } catch (e) {
+    say(e.message, "error");
+  }
+  await refresh();
+}
+
+// ---- the Monitor -------------------------------------------------------------
+
+function renderMonitor() {
+  const list = $("#monitor-timers");
+  list.textContent = "";
+  if (!state.stats) return;
+  const now = state.stats.now_ms + (Date.now() - state.statsAt);
+  for (const t of state.stats.timers) {
+    const li = el("li", null, t.trouble ? "trouble" : "fine");
+    li.dataset.name = t.name;
+    const head = el("div", null, "head");
+    head.append(el("b", t.name), el("span", " · " + t.database, "dbname"));
+    li.appendChild(head);
+    li.appendChild(el("div", t.trouble || "ok", "why"));
+    const facts = [
+      "last ran " + (t.last_run_ms ? relative(t.last_run_ms, now) : "never"),
+      t.last_ok === false ? "failed" : t.last_ok ? "ok" : "not run yet",
+      (t.last_late_ms / 1000).toFixed(1) + " s late",
+      t.failures_24h + " failed in 24 h",
+    ];
+    li.appendChild(el("div", facts.join(" · "), "facts"));
+    if (t.last_error) li.appendChild(el("div", t.last_error, "error"));
+    list.appendChild(li);
+  }
+  const dbs = state.stats.databases
+    .map((d) => d.name + (d.readable ? (d.runners ? "" : " (no runner)") : " (not readable)"))
+    .join(", ");
+  $("#monitor-dbs").textContent = "Databases: " + dbs;
+}
+
+function renderDatabases() {
+  const select = $("#db");
+  const names = state.stats.databases.filter((d) => d.readable).map((d) => d.name);
+  if (state.db && !names.includes(state.db)) state.db = "";
+  const current = state.db || names[0] || "";
+  if ([...select.options].map((o) => o.value).join() !== names.join()) {
+    select.textContent = "";
+    for (const n of names) select.appendChild(el("option", n));
+  }
+  select.value = current;
+}
+
+async function loadStats() {
+  state.stats = await api("GET", "/api/stats");
+  state.statsAt = Date.now();
+  renderDatabases();
+  renderMonitor();
+}
+
+// ---- forms -----------------------------------------------------------------
+
+async function saveTimer(event) {
+  event.preventDefault();
+  const f = event.target;
+  const value = (n) => field(f, n).value;
+  const body = { name: value("name").trim(), schedule: value("schedule").trim(), sql: value("sql") };
+  body.enabled = field(f, "enabled").checked;
+  if (value("timezone").trim()) body.timezone = value("timezone").trim();
+  if (value("catch_up")) body.catch_up = value("catch_up");
+  try {
+    const t = await api("POST", withDb("/api/timers"), body);
+    say("timer " + t.name + " saved; next run " + nextRun(t, serverNow()), "ok");
+    f.reset();
+    $("#new-timer").hidden = true;
+  } catch (e) {
+    say(e.message, "error");
+  }
+  await refresh();
+}
+
+async function openKeep() {
+  $("#keep").hidden = false;
+  const box = $("#keep-tables");
+  box.querySelectorAll("label, p").forEach((n) => n.remove());
+  try {
+    const { tables } = await api("GET", withDb("/api/tables"));
+    if (!tables.length) box.appendChild(el("p", "No range-partitioned tables in this database."));
+    for (const t of tables) {
+      const label = el("label", null, "check");
+      const box1 = document.createElement("input");
+      box1.type = "checkbox";
+      box1.name = "table";
+      box1.value = t.table;
+      box1.disabled = !t.may_keep;
+      label.append(box1, " " + t.table + " — " + t.key + ", " + t.partitions + " partitions");
+      if (!t.may_keep) label.title = "only its owner " + t.owner + " may drop its partitions";
+      box.appendChild(label);
+    }
+  } catch (e) {
+    say(e.message, "error");
+  }
+}
+
+async function saveKeep(event) {
+  event.preventDefault();
+  const f = event.target;
+  const tables = [...f.querySelectorAll("input[name=table]:checked")].map((i) => i.value);
+  if (!tables.length) return say("pick at least one table", "error");
+  try {
+    const body = { tables, keep: field(f, "keep").value, schedule: field(f, "schedule").value };
+    const r = await api("POST", withDb("/api/keep"), body);
+    say("saved " + r.timers.map((t) => t.name).join(", "), "ok");
+    $("#keep").hidden = true;
+  } catch (e) {
+    say(e.message, "error");
+  }
+  await refresh();
+}
+
+// ---- sign in -----------------------------------------------------------------
+
+function showSignin(why) {
+  $("#signin").hidden = false;
+  $("#list").hidden = true;
+  if (why && why !== "sign in") say(why, "error");
+}
+
+function signIn(event) {
+  event.preventDefault();
+  const f = event.target;
+  const token = field(f, "token").value;
+  const role = field(f, "role").value;
+  if (token) {
+    state.auth = "Bearer " + token;
+    state.who = "token";
+  } else {
+    const bytes = new TextEncoder().encode(role + ":" + field(f, "password").value);
+    state.auth = "Basic " + btoa(String.fromCharCode(...bytes));
+    state.who = role;
+  }
+  sessionStorage.setItem(AUTH_KEY, state.auth);
+  sessionStorage.setItem("pgtimers.who", state.who);
+  f.reset();
+  $("#signin").hidden = true;
+  $("#list").hidden = false;
+  $("#message").hidden = true;
+  refresh();
+}
+
+function signOut() {
+  state.auth = state.who = "";
+  sessionStorage.removeItem(AUTH_KEY);
+  sessionStorage.removeItem("pgtimers.who");
+  state.list = state.stats = null;
+  renderList();
+  renderMonitor();
+  showSignin();
+}
+
+// ---- wiring ------------------------------------------------------------------
+
+async function refresh() {
+  try {
+    await loadStats();
+    state.db = $("#db").value || state.db;
+    await loadList();
+    $("#who").textContent = state.who ? "as " + state.who : "";
+    $("#signout").hidden = !state.auth;
+  } catch (e) {
+    if (e.status !== 401) say(e.message, "error");
+  }
+}
+
+// Every second: only the relative times move (the rows stay, so clicks land).
+function tick() {
+  if (!state.list) return;
+  const now = serverNow();
+  const byName = new Map(state.list.timers.map((t) => [t.name, t]));
+  for (const tr of document.querySelectorAll("#timers tbody tr")) {
+    const t = byName.get(tr.dataset.name);
+    if (!t) continue;
+    tr.querySelector(".next").textContent = nextRun(t, now);
+    tr.querySelector(".last").textContent = t.last_run_ms ? relative(t.last_run_ms, now) : "never";
+  }
+  renderMonitor();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("#new-timer-open").addEventListener("click", () => {
+    $("#new-timer").hidden = false;
+    field($("#new-timer-form"), "name").focus();
+  });
+  $("#new-timer-cancel").addEventListener("click", () => ($("#new-timer").hidden = true));
+  $("#new-timer-form").addEventListener("submit", saveTimer);
+  $("#keep-open").addEventListener("click", openKeep);
+  $("#keep-cancel").addEventListener("click", () => ($("#keep").hidden = true));
+  $("#keep-form").addEventListener("submit", saveKeep);
+  $("#signin-form").addEventListener("submit", signIn);
+  $("#signout").addEventListener("click", signOut);
+  $("#db").addEventListener("change", () => {
+    state.db = $("#db").value;
+    sessionStorage.setItem("pgtimers.db", state.db);
+    refresh();
+  });
+  refresh();
+  setInterval(refresh, 5000);
+  setInterval(tick, 1000);
+});

@@ -1,0 +1,135 @@
+"""The HTTP server of `pgtimers run --http ADDR`: API, metrics, OpenAPI and the console.
+
+The runner calls `start_http(addr, databases, settings)` in its event loop and
+`await server.close()` when it stops. aiohttp (asyncio, like the runner's
+asyncpg) parses HTTP: keep-alive, body limits and header checks are its job.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from aiohttp import web
+
+from pgtimers.http_backend import Backend, DatabaseSource
+from pgtimers.http_errors import HttpError, error_middleware, json_response
+from pgtimers.http_openapi import document
+from pgtimers.http_routes import ANONYMOUS, BACKEND, add_routes
+from pgtimers.http_settings import HttpConfigError, HttpSettings, is_loopback, parse_addr
+from pgtimers.http_stats import stats
+from pgtimers.metrics import metrics
+
+LOGGER = logging.getLogger("pgtimers.http")
+CONSOLE = Path(__file__).resolve().parent / "console"
+CONSOLE_FILES = {
+    "index.html": "text/html",
+    "console.js": "text/javascript",
+    "console.css": "text/css",
+}
+# The console is one origin's plain files: no inline script, no other site.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+class HttpServer:
+    """A running HTTP server; `close()` stops it and its database pools."""
+
+    def __init__(self, runner: web.AppRunner, backend: Backend, host: str, port: int) -> None:
+        self._runner = runner
+        self.backend = backend
+        self.host = host
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    async def close(self) -> None:
+        await self._runner.cleanup()
+        await self.backend.close()
+
+
+async def _openapi(request: web.Request) -> web.Response:
+    return web.json_response(document())
+
+
+def _console_file(name: str) -> web.Response:
+    path = CONSOLE / name
+    return web.Response(body=path.read_bytes(), content_type=CONSOLE_FILES[name], charset="utf-8")
+
+
+async def _index(request: web.Request) -> web.Response:
+    return _console_file("index.html")
+
+
+async def _console(request: web.Request) -> web.Response:
+    name = request.match_info["file"]
+    if name not in CONSOLE_FILES:
+        raise HttpError(404, f"there is no route {request.method} {request.path}")
+    return _console_file(name)
+
+
+async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    for key, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(key, value)
+
+
+async def _health(request: web.Request) -> web.Response:
+    return json_response('{"ok": true}')
+
+
+def make_app(databases: DatabaseSource, settings: HttpSettings, anonymous: bool) -> web.Application:
+    """The aiohttp application (tests may serve it on their own)."""
+    app = web.Application(middlewares=[error_middleware], client_max_size=settings.max_body_bytes)
+    app[BACKEND] = Backend(databases, settings)
+    app[ANONYMOUS] = anonymous
+    add_routes(app)
+    app.router.add_get("/api/stats", stats)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/api/openapi.json", _openapi)
+    app.router.add_get("/healthz", _health)
+    app.router.add_get("/", _index)
+    app.router.add_get("/console/{file}", _console)
+    app.on_response_prepare.append(_security_headers)
+    return app
+
+
+async def start_http(
+    addr: str, databases: DatabaseSource, settings: HttpSettings | None = None
+) -> HttpServer:
+    """Serve the HTTP API on addr (`127.0.0.1:8080`; port 0 picks a free one).
+
+    databases: name -> DSN, a list of DSNs (the first is the default database),
+    or a function returning the DSNs served right now (for --all-databases).
+    Raises HttpConfigError when anonymous access is asked for off loopback."""
+    settings = settings or HttpSettings()
+    host, port = parse_addr(addr)
+    anonymous = settings.allow_anonymous_loopback
+    if anonymous and not is_loopback(host):
+        raise HttpConfigError(
+            f"--http {addr}: anonymous access is allowed only on a loopback address "
+            "(127.0.0.1, ::1, localhost); set a token or use HTTP Basic"
+        )
+    if not anonymous and settings.token is None:
+        LOGGER.info("HTTP API: no token set; callers sign in with a database role (HTTP Basic)")
+    app = make_app(databases, settings, anonymous)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, reuse_address=True)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise HttpConfigError(f"--http {addr}: cannot listen there: {exc.strerror}") from None
+    bound = port
+    for address in runner.addresses:
+        if isinstance(address, tuple):
+            bound = int(address[1])
+            break
+    return HttpServer(runner, app[BACKEND], host, bound)

@@ -1,0 +1,94 @@
+"""Settings of the HTTP API: where it listens, the token, anonymous loopback access."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+TOKEN_ENV = "PGTIMERS_HTTP_TOKEN"
+MIN_TOKEN_LENGTH = 16
+# Keys of the runner's config file (TOML) that belong to the HTTP API.
+CONFIG_KEYS = ("http_token", "http_allow_anonymous_loopback")
+
+
+class HttpConfigError(ValueError):
+    """A bad HTTP setting; the message names the key or flag."""
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """How the HTTP API authenticates and limits requests."""
+
+    # Bearer token with the rights of the server's own connection role (the runner's DSN).
+    token: str | None = None
+    # No credentials needed at all: only when listening on a loopback address.
+    allow_anonymous_loopback: bool = False
+    # A larger request body is a 413.
+    max_body_bytes: int = 1024 * 1024
+    # A role's verified HTTP Basic password is trusted this long before it is checked again.
+    auth_cache_seconds: float = 60.0
+    # Connections per (database, role) pool.
+    pool_size: int = 4
+
+    def __post_init__(self) -> None:
+        if self.token is not None and len(self.token) < MIN_TOKEN_LENGTH:
+            raise HttpConfigError(
+                f"http_token must be at least {MIN_TOKEN_LENGTH} characters long "
+                "(for example: python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+            )
+
+    @classmethod
+    def from_config(
+        cls,
+        data: Mapping[str, Any],
+        environ: Mapping[str, str] | None = None,
+        allow_anonymous_loopback: bool | None = None,
+    ) -> HttpSettings:
+        """From the config file's keys (http_token, http_allow_anonymous_loopback), then
+        PGTIMERS_HTTP_TOKEN; a flag value for anonymous access wins over the file."""
+        env = os.environ if environ is None else environ
+        token = data.get("http_token")
+        if token is not None and not isinstance(token, str):
+            raise HttpConfigError("key 'http_token' must be a string")
+        token = token or env.get(TOKEN_ENV) or None
+        anonymous = data.get("http_allow_anonymous_loopback", False)
+        if not isinstance(anonymous, bool):
+            raise HttpConfigError("key 'http_allow_anonymous_loopback' must be true or false")
+        if allow_anonymous_loopback is not None:
+            anonymous = allow_anonymous_loopback
+        return cls(token=token, allow_anonymous_loopback=anonymous)
+
+
+def parse_addr(addr: str) -> tuple[str, int]:
+    """`127.0.0.1:8080`, `[::1]:8080`, `localhost:8080`, `:8080` (every interface) or
+    `8080` (127.0.0.1) as (host, port)."""
+    text = addr.strip()
+    if text.isdigit():
+        host, port_text = "127.0.0.1", text
+    elif text.startswith("["):
+        end = text.find("]")
+        if end < 0 or not text[end + 1 :].startswith(":"):
+            raise HttpConfigError(f"--http {addr!r}: use [IPv6]:PORT, like [::1]:8080")
+        host, port_text = text[1:end], text[end + 2 :]
+    else:
+        host, sep, port_text = text.rpartition(":")
+        if not sep:
+            raise HttpConfigError(f"--http {addr!r}: use HOST:PORT, like 127.0.0.1:8080")
+        host = host or "0.0.0.0"
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise HttpConfigError(f"--http {addr!r}: the port must be a number from 0 to 65535")
+    return host, int(port_text)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a listening or Host-header name is a loopback address only."""
+    name = host.strip().lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name.strip("[]")).is_loopback
+    except ValueError:
+        return False

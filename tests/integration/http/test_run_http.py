@@ -1,0 +1,58 @@
+"""`pgtimers run --http ADDR` end to end: the runner serves the API and runs timers.
+
+Skipped while the runner's command line does not start the HTTP server yet."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Database
+from tests.integration.http.conftest import TOKEN, Client
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_pgtimers_run_serves_http(db: Database, tmp_path: Path) -> None:
+    port = _free_port()
+    config = tmp_path / "pgtimers.toml"
+    config.write_text(f'http = "127.0.0.1:{port}"\nhttp_token = "{TOKEN}"\n')
+    log = tmp_path / "runner.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pgtimers", "run", "--dsn", db.dsn, "--config", str(config)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        api = Client(port).as_token()
+        deadline = time.monotonic() + 20
+        while True:
+            text = log.read_text()
+            if "http_not_built" in text or "unknown key 'http_token'" in text:
+                pytest.skip("pgtimers run does not start the HTTP server yet")
+            try:
+                if api.get("/api/timers").status == 200 and "event=serving" in text:
+                    break
+            except OSError:
+                pass
+            assert proc.poll() is None, text
+            assert time.monotonic() < deadline, text
+            time.sleep(0.1)
+        saved = api.post("/api/timers", {"name": "t", "schedule": "hourly", "sql": "SELECT 1"})
+        assert saved.status == 200
+        ran = api.post("/api/timers/t/run").json()
+        assert ran["finished"] is True and ran["ok"] is True
+        assert f'pgtimers_runner_up{{database="{db.name}"}} 1' in api.get("/metrics").text
+    finally:
+        proc.terminate()
+        proc.wait(30)

@@ -1,0 +1,46 @@
+"""schemathesis against the OpenAPI document and a live server on 127.0.0.1: no
+input makes a 500, and every answer matches the document."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+schemathesis = pytest.importorskip("schemathesis")
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+from pgtimers.http_openapi import document  # noqa: E402
+from tests.conftest import Database  # noqa: E402
+from tests.integration.http.conftest import TOKEN, Served  # noqa: E402
+
+SCHEMA = schemathesis.openapi.from_dict(document())
+# Valid and invalid inputs both; NUL characters too. No example database on disk.
+SCHEMA.config.generation.update(
+    modes=list(schemathesis.GenerationMode), allow_x00=True, database="none"
+)
+CALLS: list[int] = []
+
+
+@pytest.fixture
+def live(db: Database, serve: Callable[..., Served]) -> Iterator[str]:
+    with db.connect() as conn:
+        conn.execute("SELECT timers.save('t1', 'hourly', 'SELECT 1')")
+        conn.execute("CREATE TABLE ev (at date) PARTITION BY RANGE (at)")
+    yield f"http://127.0.0.1:{serve([db.dsn]).port}"
+
+
+@SCHEMA.parametrize()
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_api(case: schemathesis.Case, live: str) -> None:
+    response = case.call_and_validate(
+        base_url=live,
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        # A schedule or SQL the document cannot describe is rightly a 400.
+        excluded_checks=[schemathesis.checks.positive_data_acceptance],
+    )
+    assert response.status_code < 500 or response.status_code == 503, response.text
