@@ -37,11 +37,20 @@ SELECT t.id, t.next_due_at,
  LIMIT 1
    FOR UPDATE OF t SKIP LOCKED
 
+-- name: claim_keyed
+-- The next keyed timer in tick order (owed_at, place, key bytes) on a clock
+-- whose fire lock this transaction takes (sql/0009_keyed.sql); no row when none.
+SELECT k.id, k.owed_at, k.timeout_ms FROM timers._claim_keyed($1::bigint[]) k
+
+-- name: fire_keyed
+SELECT timers._fire_keyed($1, $2, $3)
+
 -- name: reset_session
--- After a run: settings a timer's SQL changed with plain SET and temp tables it
--- left go, so nothing leaks into the next run on this connection. RESET ALL
--- returns to the connection's startup settings (application_name, keepalives).
-RESET ALL; DISCARD TEMP
+-- After a run: whatever session state a timer's SQL left (plain SET, temp tables,
+-- cursors, LISTEN, session advisory locks, prepared statements) goes, so nothing
+-- leaks into the next run on this connection. RESET ALL returns to the
+-- connection's startup settings (application_name, keepalives).
+RESET ALL; DISCARD TEMP; CLOSE ALL; UNLISTEN *; SELECT pg_advisory_unlock_all(); DEALLOCATE ALL
 
 -- name: set_timeout
 -- The run's time limit, for the rest of the run's transaction.

@@ -55,6 +55,8 @@ async def connect(dsn: str, application_name: str = "pgtimers runner") -> asyncp
     settings = dict(RUN_SESSION_SETTINGS, application_name=application_name)
     kwargs = connect_kwargs(dsn)
     kwargs.setdefault("timeout", 10.0)
-    conn = await asyncpg.connect(server_settings=settings, statement_cache_size=64, **kwargs)
+    # No named prepared statements: a timer's SQL shares this session and could
+    # DEALLOCATE and re-PREPARE one of ours to run its own query as the runner.
+    conn = await asyncpg.connect(server_settings=settings, statement_cache_size=0, **kwargs)
     await _init(conn)
     return conn

@@ -148,8 +148,10 @@ CREATE INDEX audit_at ON timers.audit (at);
 
 -- Nobody writes these tables directly: changes go through timers.* functions.
 REVOKE ALL ON ALL TABLES IN SCHEMA timers FROM PUBLIC;
-GRANT SELECT ON timers.runs, timers.audit, timers.settings, timers.test_clocks,
+GRANT SELECT ON timers.runs, timers.settings, timers.test_clocks,
     timers.calendars, timers.calendar_weeks, timers.calendar_days TO pgtimers_reader;
+-- The audit holds every saved SQL text: admins only.
+GRANT SELECT ON timers.audit TO pgtimers_admin;
 GRANT SELECT, UPDATE ON timers.timers TO pgtimers_runner;
 GRANT SELECT, UPDATE ON timers.test_clocks TO pgtimers_runner;
 GRANT SELECT, INSERT, DELETE ON timers.runs TO pgtimers_runner;

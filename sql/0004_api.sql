@@ -73,8 +73,41 @@ CREATE OR REPLACE FUNCTION timers._notify(p_event text, p_object text) RETURNS v
             'database', current_database(), 'event', p_event, 'timer', p_object)::text)
     $$;
 
+-- Who is calling. A SECURITY DEFINER body cannot see its caller's current_user,
+-- and session_user is the runner inside a run, so the public wrappers leave a
+-- ticket: a row (this transaction, current_user) that row-level security lets a
+-- role insert only for itself. An internal body that acts for p_actor takes that
+-- ticket first, so naming another role in a direct call is refused.
+CREATE TABLE timers.callers (
+    xid  xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id(),
+    role name NOT NULL DEFAULT current_user,
+    PRIMARY KEY (xid, role)
+);
+ALTER TABLE timers.callers ENABLE ROW LEVEL SECURITY;
+CREATE POLICY callers_self ON timers.callers FOR INSERT TO pgtimers_admin
+    WITH CHECK (role = current_user AND xid = pg_catalog.pg_current_xact_id());
+GRANT INSERT ON timers.callers TO pgtimers_admin;
+
+CREATE OR REPLACE FUNCTION timers._ticket() RETURNS void
+    LANGUAGE sql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$ INSERT INTO timers.callers DEFAULT VALUES ON CONFLICT DO NOTHING $$;
+
+CREATE OR REPLACE FUNCTION timers._take_ticket(p_actor name, p_what text) RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    DELETE FROM timers.callers WHERE xid = pg_current_xact_id() AND role = p_actor;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'cannot % as role "%": only that role itself may, through the timers.* functions', p_what, p_actor
+            USING ERRCODE = '42501';
+    END IF;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION timers._require_admin(p_what text) RETURNS void
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
@@ -83,6 +116,7 @@ BEGIN
             USING ERRCODE = '42501',
                   HINT = 'An administrator can run: GRANT pgtimers_admin TO ' || quote_ident(current_user) || ';';
     END IF;
+    PERFORM timers._ticket();
 END
 $$;
 
@@ -145,11 +179,19 @@ BEGIN
     IF v_fn IS NULL THEN
         RAISE EXCEPTION 'role "%" does not exist', p_owner USING ERRCODE = '42704';
     END IF;
+    IF to_regprocedure(format('timers_exec.%I(text)', v_fn)) IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner
+                        WHERE p.oid = to_regprocedure(format('timers_exec.%I(text)', v_fn))
+                          AND p.prosecdef AND r.rolname = p_owner) THEN
+        EXECUTE format('DROP FUNCTION timers_exec.%I(text)', v_fn);
+    END IF;
     IF to_regprocedure(format('timers_exec.%I(text)', v_fn)) IS NULL THEN
         EXECUTE format(
             'CREATE FUNCTION timers_exec.%I(sql text) RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER '
-            'SET search_path = "$user", public AS $x$ '
-            'DECLARE n bigint; BEGIN EXECUTE sql; GET DIAGNOSTICS n = ROW_COUNT; RETURN n; END $x$',
+            'SET search_path = "$user", public, pg_temp AS $x$ '
+            'DECLARE n bigint; BEGIN EXECUTE sql; GET DIAGNOSTICS n = ROW_COUNT; '
+            -- deferred triggers fire here, as the owner, not at COMMIT as the runner (PG < 18)
+            'SET CONSTRAINTS ALL IMMEDIATE; RETURN n; END $x$',
             v_fn);
         EXECUTE format('REVOKE ALL ON FUNCTION timers_exec.%I(text) FROM PUBLIC', v_fn);
         EXECUTE format('ALTER FUNCTION timers_exec.%I(text) OWNER TO %I', v_fn, p_owner);
@@ -172,7 +214,20 @@ BEGIN
         RAISE EXCEPTION 'the timer''s owner "%" has no executor (the role was dropped or its objects were); save the timer again as an existing role', p_owner
             USING ERRCODE = '42704';
     END IF;
+    -- Run only through a security-definer executor the owner owns: after a
+    -- REASSIGN OWNED it would run as someone else.
+    IF NOT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner
+                    WHERE p.oid = to_regprocedure(format('timers_exec.%I(text)', v_fn))
+                      AND p.prosecdef AND r.rolname = p_owner) THEN
+        RAISE EXCEPTION 'the executor of role "%" is not a security-definer function owned by it; save the timer again to repair it', p_owner
+            USING ERRCODE = '42501';
+    END IF;
     EXECUTE format('SELECT timers_exec.%I($1)', v_fn) INTO v_rows USING p_sql;
+    -- A WITH HOLD cursor would run its query at COMMIT, outside the executor.
+    IF EXISTS (SELECT 1 FROM pg_cursors WHERE is_holdable) THEN
+        RAISE EXCEPTION 'a timer''s SQL may not leave a WITH HOLD cursor open: it would run after the run, as the runner'
+            USING ERRCODE = '42501';
+    END IF;
     RETURN v_rows;
 END
 $$;
@@ -182,7 +237,10 @@ SELECT
     t.name,
     current_database()::text AS database,
     t.schedule,
-    t.sql,
+    -- A timer's SQL may hold secrets: readers see it for their own timers only.
+    CASE WHEN pg_has_role(current_user, 'pgtimers_admin', 'MEMBER')
+           OR pg_has_role(current_user, (SELECT r.oid FROM pg_roles r WHERE r.rolname = t.owner), 'MEMBER')
+         THEN t.sql END AS sql,
     t.enabled,
     (extract(epoch FROM t.created_at) * 1000)::bigint AS created_ms,
     (extract(epoch FROM t.updated_at) * 1000)::bigint AS updated_ms,
@@ -272,9 +330,9 @@ BEGIN
 END
 $$;
 
--- The body of timers.save. p_owner is the caller's role in effect; a session
--- that may not SET ROLE to it (directly or through membership) is refused, so
--- calling this function directly cannot make a timer run as someone else.
+-- The body of timers.save. p_owner is the caller's role in effect, proven by
+-- its ticket, so calling this function directly (or from a timer's SQL, where
+-- session_user is the runner) cannot make a timer run as someone else.
 CREATE OR REPLACE FUNCTION timers._save(
     p_owner name, p_name text, p_schedule text, p_sql text, p_enabled boolean,
     p_timezone text, p_catch_up text, p_start_at timestamptz, p_end_at timestamptz,
@@ -291,10 +349,7 @@ DECLARE
     v_id bigint;
     v_row timers.timers;
 BEGIN
-    IF p_owner IS NULL OR NOT pg_has_role(session_user, p_owner, 'MEMBER') THEN
-        RAISE EXCEPTION 'cannot save a timer that runs as role "%": session role "%" cannot act as it', p_owner, session_user
-            USING ERRCODE = '42501';
-    END IF;
+    PERFORM timers._take_ticket(p_owner, 'save a timer that runs');
     IF NOT pg_has_role(p_owner, 'pgtimers_admin', 'MEMBER') THEN
         RAISE EXCEPTION 'permission denied to save a timer: it needs the role pgtimers_admin, and role "%" is not a member', p_owner
             USING ERRCODE = '42501';
@@ -375,6 +430,7 @@ CREATE OR REPLACE FUNCTION timers._set_enabled(p_actor name, p_name text, p_enab
 DECLARE
     t timers.timers;
 BEGIN
+    PERFORM timers._take_ticket(p_actor, 'turn a timer on or off');
     IF p_enabled IS NULL THEN
         RAISE EXCEPTION 'enabled must be true or false, not NULL' USING ERRCODE = '22004';
     END IF;
@@ -412,6 +468,7 @@ CREATE OR REPLACE FUNCTION timers._delete(p_actor name, p_name text) RETURNS voi
 DECLARE
     t timers.timers;
 BEGIN
+    PERFORM timers._take_ticket(p_actor, 'delete a timer');
     t := timers._lock_for_change(p_name);
     IF t.id IS NULL THEN
         PERFORM timers._no_such_timer(p_name);
@@ -440,10 +497,13 @@ CREATE OR REPLACE FUNCTION timers._set_timezone(p_actor name, p_zone text) RETUR
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_zone text := timers._check_zone(p_zone);
-    v_old text := timers._default_zone();
+    v_zone text;
+    v_old text;
     t timers.timers;
 BEGIN
+    PERFORM timers._take_ticket(p_actor, 'set the default time zone');
+    v_zone := timers._check_zone(p_zone);
+    v_old := timers._default_zone();
     INSERT INTO timers.settings (key, value) VALUES ('timezone', v_zone)
     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
     -- Timers without a zone of their own follow the default: read their wall times
@@ -504,12 +564,12 @@ COMMENT ON FUNCTION timers.unlock(text) IS
     'Unlock a locked timer so it can be changed or deleted. Superuser only.';
 
 -- Rights: internals are callable only by the roles that need them.
-REVOKE ALL ON FUNCTION timers._ensure_executor(name), timers._save(name, text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text),
+REVOKE ALL ON FUNCTION timers._take_ticket(name, text), timers._ticket(), timers._ensure_executor(name), timers._save(name, text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text),
     timers._set_enabled(name, text, boolean), timers._delete(name, text), timers._set_timezone(name, text),
     timers.unlock(text), timers._exec_as(name, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION timers._save(name, text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text),
     timers._set_enabled(name, text, boolean), timers._delete(name, text), timers._set_timezone(name, text)
     TO pgtimers_admin;
-GRANT EXECUTE ON FUNCTION timers.unlock(text) TO pgtimers_admin;
 GRANT EXECUTE ON FUNCTION timers._exec_as(name, text) TO pgtimers_runner;
+GRANT EXECUTE ON FUNCTION timers._ticket() TO pgtimers_admin;
 GRANT SELECT ON timers.status TO pgtimers_reader, pgtimers_runner;

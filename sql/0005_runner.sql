@@ -479,10 +479,7 @@ DECLARE
     t timers.timers;
     v_id bigint;
 BEGIN
-    IF p_actor IS NULL OR NOT pg_has_role(session_user, p_actor, 'MEMBER') THEN
-        RAISE EXCEPTION 'cannot run a timer as role "%": session role "%" cannot act as it', p_actor, session_user
-            USING ERRCODE = '42501';
-    END IF;
+    PERFORM timers._take_ticket(p_actor, 'run a timer');
     IF NOT pg_has_role(p_actor, 'pgtimers_admin', 'MEMBER') THEN
         RAISE EXCEPTION 'permission denied to run a timer: it needs the role pgtimers_admin, and role "%" is not a member', p_actor
             USING ERRCODE = '42501';
@@ -792,6 +789,7 @@ CREATE OR REPLACE FUNCTION timers._create_test_clock(p_actor name, p_name text, 
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
+    PERFORM timers._take_ticket(p_actor, 'create a test clock');
     IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9_-]{1,64}$' THEN
         RAISE EXCEPTION 'bad test clock name ''%'': use 1 to 64 letters, digits, _ and -', p_name
             USING ERRCODE = '22023';
@@ -834,8 +832,8 @@ DECLARE
     v_at timestamptz;
     v_owed integer;
 BEGIN
-    IF p_actor IS NULL OR NOT pg_has_role(session_user, p_actor, 'MEMBER')
-       OR NOT pg_has_role(p_actor, 'pgtimers_admin', 'MEMBER') THEN
+    PERFORM timers._take_ticket(p_actor, 'advance a test clock');
+    IF NOT pg_has_role(p_actor, 'pgtimers_admin', 'MEMBER') THEN
         RAISE EXCEPTION 'permission denied to advance a test clock: it needs the role pgtimers_admin'
             USING ERRCODE = '42501';
     END IF;
@@ -928,6 +926,7 @@ BEGIN
     END IF;
     PERFORM timers._require_admin('advance a test clock');
     LOOP
+        PERFORM timers._ticket();  -- one per transaction: each step commits
         v_step := timers._clock_step(current_user, advance_test_clock.name, advance_test_clock."to", v_first);
         v_first := false;
         COMMIT;
@@ -971,6 +970,7 @@ DECLARE
     v_reason text;
     v_voided integer := 0;
 BEGIN
+    PERFORM timers._take_ticket(p_actor, 'delete a test clock');
     SELECT * INTO c FROM timers.test_clocks WHERE lower(name) = lower(p_name) FOR UPDATE;
     IF NOT FOUND THEN
         PERFORM timers._no_such_test_clock(p_name);

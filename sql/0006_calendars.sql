@@ -212,10 +212,12 @@ CREATE OR REPLACE FUNCTION timers._save_calendar(p_actor name, p_name text, p_we
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_mask smallint := timers._week_mask(p_week);
+    v_mask smallint;
     v_name text;
     v_created boolean;
 BEGIN
+    PERFORM timers._take_ticket(p_actor, 'save a calendar');
+    v_mask := timers._week_mask(p_week);
     PERFORM timers._check_calendar_name(p_name);
     IF p_valid_from IS NOT NULL AND p_valid_until IS NOT NULL AND p_valid_until < p_valid_from THEN
         RAISE EXCEPTION 'valid_until % is before valid_from %', p_valid_until, p_valid_from USING ERRCODE = '22023';
@@ -245,9 +247,12 @@ CREATE OR REPLACE FUNCTION timers._set_calendar_week(p_actor name, p_name text, 
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_name text := timers._calendar(p_name);
-    v_mask smallint := timers._week_mask(p_week);
+    v_name text;
+    v_mask smallint;
 BEGIN
+    PERFORM timers._take_ticket(p_actor, 'change a calendar');
+    v_name := timers._calendar(p_name);
+    v_mask := timers._week_mask(p_week);
     IF p_from_day IS NULL THEN
         RAISE EXCEPTION 'from_day is NULL: give the first day of the new week, like ''2026-07-17''' USING ERRCODE = '22004';
     END IF;
@@ -266,8 +271,10 @@ CREATE OR REPLACE FUNCTION timers._set_calendar_day(p_actor name, p_name text, p
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_name text := timers._calendar(p_name);
+    v_name text;
 BEGIN
+    PERFORM timers._take_ticket(p_actor, 'change a calendar');
+    v_name := timers._calendar(p_name);
     IF p_day IS NULL OR NOT isfinite(p_day) THEN
         RAISE EXCEPTION 'day is %: give a date like ''2027-01-04''', coalesce(p_day::text, 'NULL') USING ERRCODE = '22004';
     END IF;
@@ -285,8 +292,10 @@ CREATE OR REPLACE FUNCTION timers._remove_day(p_actor name, p_name text, p_day d
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_name text := timers._calendar(p_name);
+    v_name text;
 BEGIN
+    PERFORM timers._take_ticket(p_actor, 'change a calendar');
+    v_name := timers._calendar(p_name);
     DELETE FROM timers.calendar_days WHERE calendar = v_name AND day = p_day;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'calendar ''%'' has no holiday or extra trading day on %', v_name, p_day
@@ -302,9 +311,11 @@ CREATE OR REPLACE FUNCTION timers._drop_calendar(p_actor name, p_name text) RETU
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_name text := timers._calendar(p_name);
+    v_name text;
     v_timers bigint;
 BEGIN
+    PERFORM timers._take_ticket(p_actor, 'drop a calendar');
+    v_name := timers._calendar(p_name);
     DELETE FROM timers.calendars WHERE name = v_name;
     -- Its timers are now due every day and each run fails until the calendar is back.
     v_timers := timers._replan_calendar(v_name);

@@ -122,8 +122,21 @@ def test_no_write_privilege_on_any_relation_of_the_schemas(db: Database, role: s
             " WHERE relnamespace = 'timers'::regnamespace AND relkind IN ('r', 'v')"
         ).fetchone()
     assert count and count[0] >= 10, "the catalog query found too few relations"
-    assert rows == []
+    # timers.callers is the one exception: admins INSERT their own caller ticket, and
+    # row-level security lets a role insert a ticket only for itself (test below).
+    allowed = [("timers.callers", "r", "INSERT")] if role in (ALICE, "pgtimers_admin") else []
+    assert rows == allowed
     assert sequences == []
+
+
+def test_a_caller_ticket_can_only_name_yourself(db: Database) -> None:
+    with connect(db, ALICE) as alice:
+        with pytest.raises(errors.InsufficientPrivilege, match="row-level security"):
+            alice.execute("INSERT INTO timers.callers (role) VALUES ('postgres')")
+        with pytest.raises(errors.InsufficientPrivilege, match="row-level security"):
+            alice.execute("INSERT INTO timers.callers (xid, role) VALUES ('1', current_user)")
+        with pytest.raises(errors.InsufficientPrivilege):
+            alice.execute("SELECT * FROM timers.callers")
 
 
 @pytest.mark.parametrize("role", [ALICE, READER, NOBODY])
@@ -232,18 +245,17 @@ def test_internal_save_refuses_another_owner(db: Database) -> None:
     assert fingerprint(db) == before
 
 
-def test_internal_save_accepts_a_role_the_session_may_become(db: Database) -> None:
-    """pgt_alice may SET ROLE pgtimers_admin, so a timer of pgtimers_admin is no escalation."""
+def test_internal_save_refuses_even_a_role_the_session_may_become(db: Database) -> None:
+    """The owner is the role in effect, proven by its caller ticket: to save as
+    pgtimers_admin, SET ROLE pgtimers_admin first; naming it in a direct call is refused."""
     with connect(db, ALICE) as alice:
-        alice.execute(f"SELECT timers._save('pgtimers_admin', 'shared', {_REST})")
+        with pytest.raises(errors.InsufficientPrivilege, match="cannot save a timer that runs"):
+            alice.execute(f"SELECT timers._save('pgtimers_admin', 'shared', {_REST})")
+        alice.execute("SET ROLE pgtimers_admin")
+        save(alice, "shared", "SELECT 1")
     assert _owners(db) == {"shared": "pgtimers_admin"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="timers._save checks pg_has_role(session_user, p_owner, 'MEMBER'), "
-    "true without the SET option",
-)
 def test_membership_without_set_does_not_let_you_save_as_that_role(db: Database) -> None:
     """GRANT victim TO attacker WITH SET FALSE, INHERIT FALSE: attacker may not act as victim.
 
@@ -292,7 +304,8 @@ ACTOR_CALLS = [
     ("_clock_step", "SELECT timers._clock_step('pgt_bob', 'clk', '2027-01-02', true)"),
     ("_run_ask", "SELECT timers._run_ask('pgt_bob', 't0')"),
 ]
-_FORGEABLE = {
+_FORGEABLE: set[str] = set()  # every body takes its caller's ticket now
+_WERE_FORGEABLE = {
     "_set_enabled",
     "_delete",
     "_set_timezone",
@@ -349,12 +362,6 @@ def test_audit_actor_cannot_be_forged(db: Database, call: str) -> None:
 # --------------------------------------------------------------------------- from inside a run
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="timers._save checks pg_has_role(session_user, p_owner): inside a run "
-    "session_user is the runner's login role (a superuser by default), so a timer's SQL "
-    "can save a timer owned by anyone",
-)
 @pytest.mark.parametrize("target", ["postgres", BOB])
 def test_a_timers_sql_cannot_save_a_timer_owned_by_someone_else(db: Database, target: str) -> None:
     """The pg_cron#120 case moved inside a run: the session user of a run is the runner."""
@@ -365,12 +372,6 @@ def test_a_timers_sql_cannot_save_a_timer_owned_by_someone_else(db: Database, ta
     assert _owners(db) == {"t0": ALICE}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="timers.unlock checks that session_user is a superuser: inside a run by a "
-    "superuser runner "
-    "any timer's SQL can unlock any locked timer",
-)
 def test_a_timers_sql_cannot_unlock_a_locked_timer(db: Database) -> None:
     with connect(db, BOB) as bob:
         save(bob, "vault", "SELECT 1", locked=True)
@@ -384,11 +385,6 @@ def test_a_timers_sql_cannot_unlock_a_locked_timer(db: Database) -> None:
         )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="timers._run_ask checks pg_has_role(session_user, p_actor): inside a run it "
-    "accepts any actor",
-)
 def test_a_timers_sql_cannot_ask_for_runs_in_someone_elses_name(db: Database) -> None:
     with connect(db, ALICE) as alice:
         save(alice, "t0", "SELECT 1")
@@ -513,12 +509,6 @@ def test_reassign_owned_by_an_owner_is_refused(db: Database, target: str) -> Non
     assert fingerprint(db) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="timers._exec_as runs timers_exec.as_<oid of owner> without checking that its "
-    "owner still is "
-    "that role: after a DBA's REASSIGN OWNED BY <owner> TO postgres the timers run as postgres",
-)
 def test_reassign_owned_by_a_dba_breaks_runs_instead_of_escalating(db: Database) -> None:
     """Off-boarding a role with REASSIGN OWNED BY x TO postgres is routine for a DBA.
 
@@ -676,12 +666,6 @@ def _classify(run: Callable[[str], object], calls: list[tuple[str, str]], role: 
     return offenders
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the internal SECURITY DEFINER bodies take the acting role as an argument; most "
-    "do not check "
-    "it at all, and those that do check it against session_user, which inside a run is the runner",
-)
 @pytest.mark.parametrize("where", ["session", "run"])
 def test_every_internal_body_checks_the_acting_role_it_is_given(db: Database, where: str) -> None:
     """Catalog-driven, so bodies added later (keyed timers, ...) are covered too.

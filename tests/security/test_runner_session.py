@@ -25,7 +25,8 @@ The worker resets its session after each run (pgtimers/queries.sql reset_session
 RESET ALL; DISCARD TEMP), which closes the settings and temporary-table cases;
 the tests model that reset, so they follow whatever the worker does.
 
-pg_cron sidesteps most of this by opening a new session for each job run; compare citusdata/pg_cron#192 (unqualified operators in privileged code).
+pg_cron sidesteps most of this by opening a new session for each job run; compare
+citusdata/pg_cron#192 (unqualified operators in privileged code).
 
 The fast cases play the runner with a superuser psycopg session that calls
 timers._exec_as() and commits, as timers._execute does inside a run; the
@@ -53,7 +54,6 @@ from tests.security.helpers import (
     connect,
     run_procedure_exists,
     save,
-    server_version,
     wait_until,
 )
 
@@ -127,11 +127,6 @@ def _run(conn: psycopg.Connection, owner: str, sql: str) -> bool:
 # --------------------------------------------------------------------------- at-commit code
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a cursor WITH HOLD declared by a timer's SQL is materialized at COMMIT as the runner's "
-    "role (a superuser): nothing checks pg_cursors after the executor returns",
-)
 @pytest.mark.parametrize(
     "sql",
     [
@@ -152,17 +147,8 @@ def test_a_deferred_trigger_fires_as_the_owner(
     request: pytest.FixtureRequest, logdb: Database, runner_session: psycopg.Connection
 ) -> None:
     """PostgreSQL 18 runs AFTER triggers as the role that queued them; older servers as
-    the role in effect at COMMIT — the runner — unless the executor fires them itself
+    the role in effect at COMMIT — the runner — so the executor fires them itself
     (SET CONSTRAINTS ALL IMMEDIATE after the SQL)."""
-    if server_version(logdb) < 180000:
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="before PostgreSQL 18 a deferred trigger queued by a timer's SQL fires "
-                "at COMMIT "
-                "as the runner; the executor does not fire them before it returns",
-            )
-        )
     with connect(logdb, ALICE) as alice:
         alice.execute("CREATE TABLE public.trap (x int)")
         alice.execute(
@@ -264,12 +250,6 @@ def test_a_run_cannot_replace_the_runners_prepared_statements(
     assert _who_ran(logdb) in ([], [ALICE])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PREPARE is refused at save, but not when hidden in a DO block; the statement "
-    "then stays "
-    "in the runner's session (reset_session is RESET ALL; DISCARD TEMP, no DEALLOCATE)",
-)
 def test_prepared_statements_do_not_outlive_the_run(runner_session: psycopg.Connection) -> None:
     assert _run(runner_session, ALICE, "DO $$ BEGIN EXECUTE 'PREPARE mine AS SELECT 1'; END $$")
     rows = runner_session.execute(
@@ -316,12 +296,6 @@ def test_temp_tables_do_not_outlive_the_run(runner_session: psycopg.Connection) 
     assert row == (0,)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a session-level advisory lock taken by a timer's SQL stays held by the runner's "
-    "session "
-    "(e.g. (28776, 1) then blocks every runner start)",
-)
 def test_session_advisory_locks_do_not_outlive_the_run(runner_session: psycopg.Connection) -> None:
     _run(runner_session, ALICE, "SELECT pg_advisory_lock(28776, 1)")
     row = runner_session.execute(
@@ -351,11 +325,6 @@ def _call_run(db: Database, role: str, name: str, path: str | None = None) -> di
         return row[0] if row else None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="timers._save trusts session_user: a timer's SQL run by a superuser runner saves "
-    "a timer owned by postgres",
-)
 def test_end_to_end_a_timer_cannot_make_a_superuser_timer(logdb: Database, runner: Runner) -> None:
     with connect(logdb, ALICE) as alice:
         save(
@@ -377,10 +346,6 @@ def test_end_to_end_a_timer_cannot_make_a_superuser_timer(logdb: Database, runne
     assert _who_ran(logdb) in ([], [ALICE])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a cursor WITH HOLD in a timer's SQL runs as the runner's role at COMMIT",
-)
 def test_end_to_end_a_cursor_with_hold_never_runs_as_the_runner(
     logdb: Database, runner: Runner
 ) -> None:

@@ -412,12 +412,6 @@ def test_internal_security_definer_functions_pin_pg_catalog_first_and_pg_temp_la
     assert {r[1] for r in rows} == {"search_path=pg_catalog, pg_temp"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='the executors pin search_path = "$user", public without pg_temp, so pg_temp is '
-    "searched first for tables: a temporary table in the runner's session shadows the owner's "
-    "(today only the worker's DISCARD TEMP after each run prevents that)",
-)
 def test_executors_put_pg_temp_last(db: Database) -> None:
     with connect(db, ALICE) as alice:
         save(alice, "t0", "SELECT 1")
