@@ -176,7 +176,7 @@ DECLARE
     v_trading boolean;
     v_mask    integer;
 BEGIN
-    SELECT c.name INTO v_name FROM timers.calendars c WHERE lower(c.name) = lower(_trading_day.calendar);
+    SELECT c.name INTO v_name FROM timers.calendars c WHERE lower(c.name) = lower(_trading_day.calendar) COLLATE "default";
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
@@ -219,7 +219,7 @@ DECLARE
     v_steps   integer := 0;
     c_batch   constant integer := 16;
 BEGIN
-    SELECT c.name INTO v_name FROM timers.calendars c WHERE lower(c.name) = lower(_next_trading_day.calendar);
+    SELECT c.name INTO v_name FROM timers.calendars c WHERE lower(c.name) = lower(_next_trading_day.calendar) COLLATE "default";
     IF NOT FOUND THEN
         RETURN from_day;
     END IF;

@@ -138,7 +138,7 @@ CREATE OR REPLACE FUNCTION timers._lock_for_change(p_name text) RETURNS timers.t
 DECLARE
     t timers.timers;
 BEGIN
-    SELECT * INTO t FROM timers.timers WHERE lower(name) = lower(p_name) FOR UPDATE NOWAIT;
+    SELECT * INTO t FROM timers.timers WHERE lower(name) = lower(p_name) COLLATE "default" FOR UPDATE NOWAIT;
     RETURN t;
 EXCEPTION WHEN lock_not_available THEN
     RAISE EXCEPTION 'timer ''%'' is running; change it when the run has finished', p_name
@@ -284,7 +284,7 @@ COMMENT ON VIEW timers.status IS
 CREATE OR REPLACE FUNCTION timers._status(p_name text) RETURNS timers.status
     LANGUAGE sql VOLATILE
     SET search_path = pg_catalog, pg_temp
-    AS $$ SELECT s.* FROM timers.status s WHERE lower(s.name) = lower(p_name) $$;
+    AS $$ SELECT s.* FROM timers.status s WHERE lower(s.name) = lower(p_name) COLLATE "default" $$;
 
 -- Validate the options of a save; raises on the first bad one.
 CREATE OR REPLACE FUNCTION timers._check_options(
@@ -322,7 +322,7 @@ CREATE OR REPLACE FUNCTION timers._require_calendar(p_spec jsonb) RETURNS void
     AS $$
 BEGIN
     IF p_spec->>'kind' = 'trading'
-       AND NOT EXISTS (SELECT 1 FROM timers.calendars c WHERE lower(c.name) = lower(p_spec->>'calendar')) THEN
+       AND NOT EXISTS (SELECT 1 FROM timers.calendars c WHERE lower(c.name) = lower(p_spec->>'calendar') COLLATE "default") THEN
         RAISE EXCEPTION 'there is no calendar ''%'' in database %', p_spec->>'calendar', current_database()
             USING ERRCODE = '22023',
                   HINT = format('Make it first: SELECT timers.save_calendar(%L, ''mon-fri'');', p_spec->>'calendar');

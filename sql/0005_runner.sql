@@ -485,7 +485,7 @@ BEGIN
             USING ERRCODE = '42501';
     END IF;
     BEGIN
-        SELECT * INTO t FROM timers.timers WHERE lower(name) = lower(p_name) FOR UPDATE NOWAIT;
+        SELECT * INTO t FROM timers.timers WHERE lower(name) = lower(p_name) COLLATE "default" FOR UPDATE NOWAIT;
     EXCEPTION WHEN lock_not_available THEN
         RAISE EXCEPTION 'timer ''%'' is running', p_name
             USING ERRCODE = '55P03', HINT = 'Wait for the run to finish, then call timers.run again.';
@@ -635,10 +635,17 @@ DECLARE
 BEGIN
     FOR t IN
         SELECT * FROM timers.timers x
-         WHERE x.next_due_at IS NOT NULL AND x.enabled AND NOT x.expired
-           AND x.next_due_at <= timers._now(x.test_clock)
+         -- the candidates come from the due indexes, never a scan of every timer
+         WHERE x.id IN (SELECT d.id FROM timers.timers d
+                         WHERE d.test_clock IS NULL AND d.next_due_at <= now()
+                        UNION ALL
+                        SELECT d.id FROM timers.timers d
+                          JOIN timers.test_clocks k ON k.name = d.test_clock
+                         WHERE d.test_clock IS NOT NULL AND d.next_due_at IS NOT NULL
+                           AND d.next_due_at <= k.now)
+           AND x.enabled AND NOT x.expired
          ORDER BY x.id
-           FOR UPDATE SKIP LOCKED
+           FOR UPDATE OF x SKIP LOCKED
     LOOP
         -- a test clock only moves while a runner is up (or it is downtime): no p_since there
         v_event := timers._apply_gap(t, timers._now(t.test_clock), p_reason, p_runner,
@@ -797,7 +804,7 @@ BEGIN
     IF p_at IS NULL THEN
         RAISE EXCEPTION 'frozen_at must be a time, not NULL' USING ERRCODE = '22004';
     END IF;
-    IF EXISTS (SELECT 1 FROM timers.test_clocks WHERE lower(name) = lower(p_name)) THEN
+    IF EXISTS (SELECT 1 FROM timers.test_clocks WHERE lower(name) = lower(p_name) COLLATE "default") THEN
         RAISE EXCEPTION 'test clock ''%'' exists already', p_name USING ERRCODE = '42710';
     END IF;
     INSERT INTO timers.test_clocks (name, now, created_by) VALUES (p_name, p_at, p_actor);
@@ -971,7 +978,7 @@ DECLARE
     v_voided integer := 0;
 BEGIN
     PERFORM timers._take_ticket(p_actor, 'delete a test clock');
-    SELECT * INTO c FROM timers.test_clocks WHERE lower(name) = lower(p_name) FOR UPDATE;
+    SELECT * INTO c FROM timers.test_clocks WHERE lower(name) = lower(p_name) COLLATE "default" FOR UPDATE;
     IF NOT FOUND THEN
         PERFORM timers._no_such_test_clock(p_name);
     END IF;

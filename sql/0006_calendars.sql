@@ -89,7 +89,7 @@ CREATE OR REPLACE FUNCTION timers._calendar(p_name text) RETURNS text
 DECLARE
     v_name text;
 BEGIN
-    SELECT c.name INTO v_name FROM timers.calendars c WHERE lower(c.name) = lower(p_name);
+    SELECT c.name INTO v_name FROM timers.calendars c WHERE lower(c.name) = lower(p_name) COLLATE "default";
     IF v_name IS NULL THEN
         RAISE EXCEPTION 'there is no calendar ''%'' in database %', p_name, current_database()
             USING ERRCODE = 'P0002',
@@ -107,7 +107,7 @@ CREATE OR REPLACE FUNCTION timers._calendar_known(p_name text, p_day date) RETUR
 DECLARE
     c timers.calendars;
 BEGIN
-    SELECT * INTO c FROM timers.calendars WHERE lower(name) = lower(p_name);
+    SELECT * INTO c FROM timers.calendars WHERE lower(name) = lower(p_name) COLLATE "default";
     IF (c.valid_from IS NOT NULL AND p_day < c.valid_from)
        OR (c.valid_until IS NOT NULL AND p_day > c.valid_until) THEN
         RAISE EXCEPTION 'calendar ''%'' is known from % until %, not on %', c.name,
@@ -129,7 +129,7 @@ BEGIN
     IF p_spec->>'kind' IS DISTINCT FROM 'trading' THEN
         RETURN;
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM timers.calendars WHERE lower(name) = lower(p_spec->>'calendar')) THEN
+    IF NOT EXISTS (SELECT 1 FROM timers.calendars WHERE lower(name) = lower(p_spec->>'calendar') COLLATE "default") THEN
         RAISE EXCEPTION 'calendar ''%'' does not exist', p_spec->>'calendar'
             USING ERRCODE = 'P0002',
                   HINT = 'Make the calendar again with timers.save_calendar, or give the timer another schedule.';
@@ -188,7 +188,7 @@ CREATE OR REPLACE FUNCTION timers._calendar_json(p_name text) RETURNS jsonb
             'trading_days', (SELECT count(*) FROM timers.calendar_days d WHERE d.calendar = c.name AND d.trading),
             'timers', (SELECT count(*) FROM timers.timers t
                         WHERE t.spec->>'kind' = 'trading' AND lower(t.spec->>'calendar') = lower(c.name)))
-          FROM timers.calendars c WHERE lower(c.name) = lower(p_name)
+          FROM timers.calendars c WHERE lower(c.name) = lower(p_name) COLLATE "default"
     $$;
 
 CREATE OR REPLACE FUNCTION timers._calendar_changed(p_actor name, p_action text, p_name text, p_detail jsonb)
@@ -197,7 +197,7 @@ CREATE OR REPLACE FUNCTION timers._calendar_changed(p_actor name, p_action text,
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
-    UPDATE timers.calendars SET updated_at = now() WHERE lower(name) = lower(p_name);
+    UPDATE timers.calendars SET updated_at = now() WHERE lower(name) = lower(p_name) COLLATE "default";
     PERFORM timers._audit(p_actor, p_action, p_name, p_detail);
     PERFORM timers._replan_calendar(p_name);
 END
@@ -222,7 +222,7 @@ BEGIN
     IF p_valid_from IS NOT NULL AND p_valid_until IS NOT NULL AND p_valid_until < p_valid_from THEN
         RAISE EXCEPTION 'valid_until % is before valid_from %', p_valid_until, p_valid_from USING ERRCODE = '22023';
     END IF;
-    SELECT name INTO v_name FROM timers.calendars WHERE lower(name) = lower(p_name) FOR UPDATE;
+    SELECT name INTO v_name FROM timers.calendars WHERE lower(name) = lower(p_name) COLLATE "default" FOR UPDATE;
     v_created := v_name IS NULL;
     IF v_created THEN
         INSERT INTO timers.calendars (name, valid_from, valid_until)

@@ -241,6 +241,7 @@ def test_refused_at_run_time(escape_db: Database, group: str) -> None:
         with connect(escape_db, ALICE) as alice:
             save(alice, "t1", full)  # accepted at save
         with connect(escape_db) as runner:
+            itself = runner.execute("SELECT current_user, session_user").fetchone()
             try:
                 runner.execute("SELECT timers._exec_as('pgt_alice', %s)", [full])
             except psycopg.Error as exc:
@@ -249,10 +250,7 @@ def test_refused_at_run_time(escape_db: Database, group: str) -> None:
             else:
                 wrong.append(f"{sql!r}: ran")
             # the runner's session is still itself, with no transaction left open by the SQL
-            if runner.execute("SELECT current_user, session_user").fetchone() != (
-                "postgres",
-                "postgres",
-            ):
+            if runner.execute("SELECT current_user, session_user").fetchone() != itself:
                 wrong.append(f"{sql!r}: the runner's session changed identity")
             if runner.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 wrong.append(f"{sql!r}: left a transaction open")
@@ -279,13 +277,11 @@ def test_the_runner_session_is_unchanged_after_a_refused_identity_switch(
 ) -> None:
     """Several refused switches in a row on one runner connection: it stays the runner."""
     with connect(escape_db) as runner:
+        itself = runner.execute("SELECT current_user, session_user").fetchone()
         for sql in ("RESET ROLE", "SET ROLE pgt_bob", "SET SESSION AUTHORIZATION pgt_bob"):
             with pytest.raises(errors.InsufficientPrivilege, match="security-definer"):
                 runner.execute("SELECT timers._exec_as('pgt_alice', %s)", [sql])
-            assert runner.execute("SELECT current_user, session_user").fetchone() == (
-                "postgres",
-                "postgres",
-            )
+            assert runner.execute("SELECT current_user, session_user").fetchone() == itself
         assert exec_as(escape_db, ALICE, "INSERT INTO public.who_ran (note) VALUES ('ok')") == 1
     with escape_db.connect() as su:
         assert su.execute("SELECT who FROM public.who_ran").fetchall() == [("pgt_alice",)]
