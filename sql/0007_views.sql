@@ -52,3 +52,25 @@ COMMENT ON VIEW timers.trouble IS
     'Timers that need a look, worst first: failed last run, failures in 24 h, overdue (no runner?), late, skipped.';
 
 GRANT SELECT ON timers.recent_runs, timers.trouble TO pgtimers_reader;
+
+-- So that \d+ and \dt+ in psql explain every table too.
+COMMENT ON TABLE timers.timers IS
+    'The timers (raw rows; read timers.status). Changed only through timers.save/enable/delete and the runner.';
+COMMENT ON TABLE timers.runs IS
+    'History: one row per run or skipped due time (kind, due_at, took_ms, late_ms, ok, error, reason); kept runs_retention.';
+COMMENT ON TABLE timers.audit IS
+    'One row per change: save, run-now, enable/disable, delete, calendar and test-clock changes, unlock (admins only).';
+COMMENT ON TABLE timers.settings IS
+    'Settings of this database''s timers: timezone (timers.set_timezone), runs_retention.';
+COMMENT ON TABLE timers.test_clocks IS
+    'Frozen clocks for tests (timers.create_test_clock / advance_test_clock / delete_test_clock).';
+COMMENT ON TABLE timers.calendars IS
+    'Trading calendars and their known range (valid_from .. valid_until).';
+COMMENT ON TABLE timers.calendar_weeks IS
+    'Week eras of a calendar: from from_day on it trades on the days of the mask (bit 0 = Sunday).';
+COMMENT ON TABLE timers.calendar_days IS
+    'Exceptions to a calendar''s week: holidays (trading = false) and extra trading days.';
+COMMENT ON TABLE timers.callers IS
+    'Caller tickets: proof, within one transaction, of the role that called a public timers.* function.';
+COMMENT ON TABLE timers.alembic_version IS
+    'pgtimers'' own alembic revision (never the application''s alembic_version).';
