@@ -31,7 +31,10 @@ _BY_STATE = {
 }
 # SQLSTATE class (first two characters) -> HTTP status.
 _BY_CLASS = {
+    "0A": 400,  # feature not supported, for this input
     "22": 400,  # data exception: bad schedule, zone, interval, NULL, ...
+    "2F": 400,  # SQL routine exception
+    "3F": 400,  # invalid schema name (e.g. a table name naming no schema)
     "23": 409,  # integrity constraint
     "42": 400,  # syntax error or access rule (42501 above), undefined table
     "54": 400,  # program limit: SQL too long
