@@ -28,6 +28,7 @@ class Worker:
         self.name = name
         self.conn: asyncpg.Connection | None = None
         self._quarantine: dict[int, float] = {}
+        self._quarantine_keyed: dict[int, float] = {}
 
     async def open(self) -> None:
         if self.conn is None or self.conn.is_closed():
@@ -41,8 +42,11 @@ class Worker:
             except Exception:
                 conn.terminate()
 
-    def _quarantined(self) -> list[int]:
+    def _quarantined(self, keyed: bool = False) -> list[int]:
         now = time.monotonic()
+        if keyed:
+            self._quarantine_keyed = {k: v for k, v in self._quarantine_keyed.items() if v > now}
+            return list(self._quarantine_keyed)
         self._quarantine = {k: v for k, v in self._quarantine.items() if v > now}
         return list(self._quarantine)
 
@@ -75,7 +79,16 @@ class Worker:
                 if due is None:
                     due = await conn.fetchrow(query("claim_due_test_clock"), skip)
                 if due is None:
-                    return None
+                    # keyed timers (sql/0009_keyed.sql): one fire per clock at a time, in tick order
+                    keyed = await conn.fetchrow(query("claim_keyed"), self._quarantined(keyed=True))
+                    if keyed is None:
+                        return None
+                    claimed = ("keyed", keyed["id"])
+                    await conn.fetchval(query("set_timeout"), str(keyed["timeout_ms"]))
+                    result = await conn.fetchval(
+                        query("fire_keyed"), keyed["id"], keyed["owed_at"], self.runner_id
+                    )
+                    return result or {}
                 claimed = ("timer", due["id"])
                 await conn.fetchval(query("set_timeout"), str(due["timeout_ms"]))
                 result = await conn.fetchval(
@@ -85,6 +98,8 @@ class Worker:
         except asyncpg.PostgresError as exc:
             if claimed and claimed[0] == "timer" and not _connection_error(exc):
                 self._quarantine[claimed[1]] = time.monotonic() + QUARANTINE_SECONDS
+            if claimed and claimed[0] == "keyed" and not _connection_error(exc):
+                self._quarantine_keyed[claimed[1]] = time.monotonic() + QUARANTINE_SECONDS
             run_log.event(
                 logging.ERROR,
                 "run_error",
