@@ -10,36 +10,17 @@ CREATE OR REPLACE FUNCTION timers._parse_week(p_week text) RETURNS smallint
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_days constant text[] := ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
-    v_text text := lower(btrim(coalesce(p_week, '')));
-    v_mask integer := 0;
-    v_part text;
-    v_from integer;
-    v_to integer;
-    v_bounds text[];
+    v_text text := lower(regexp_replace(coalesce(p_week, ''), '\s+', '', 'g'));
 BEGIN
-    IF v_text = 'weekdays' THEN
-        RETURN 62;
-    ELSIF v_text IN ('none', '') THEN
-        RETURN CASE WHEN v_text = 'none' THEN 0 END;
+    IF v_text = 'none' THEN
+        RETURN 0;
+    ELSIF v_text = '' THEN
+        RETURN NULL;
     END IF;
-    FOREACH v_part IN ARRAY string_to_array(regexp_replace(v_text, '\s+', '', 'g'), ',') LOOP
-        v_bounds := string_to_array(v_part, '-');
-        IF cardinality(v_bounds) NOT IN (1, 2) THEN
-            RETURN NULL;
-        END IF;
-        v_from := array_position(v_days, v_bounds[1]) - 1;
-        v_to := array_position(v_days, v_bounds[cardinality(v_bounds)]) - 1;
-        IF v_from IS NULL OR v_to IS NULL THEN
-            RETURN NULL;
-        END IF;
-        LOOP  -- a range may go past Saturday: fri-sun
-            v_mask := v_mask | (1 << v_from);
-            EXIT WHEN v_from = v_to;
-            v_from := (v_from + 1) % 7;
-        END LOOP;
-    END LOOP;
-    RETURN v_mask;
+    -- The schedule grammar's day lists ('mon-fri', 'fri-sun', 'mon,wed,fri', 'weekdays').
+    RETURN timers._parse_days(v_text);
+EXCEPTION WHEN SQLSTATE 'PT001' THEN  -- _parse_days' internal 'not a day list'
+    RETURN NULL;  -- _week_mask says what a week looks like
 END
 $$;
 
