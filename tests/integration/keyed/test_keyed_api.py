@@ -331,7 +331,7 @@ def test_list_keyed_and_next_timer(conn: psycopg.Connection) -> None:
         "SELECT timers.resume('job:task:file:2027')",
         "SELECT timers.repin('job:task:file:2027', 'SELECT 2')",
         "SELECT timers._arm('pgt_alice', 'job:task:x:2027', '2030-01-01', 'SELECT 1', 5,"
-        " NULL, NULL, NULL)",
+        " NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
         "SELECT timers._fire_keyed(1, '2030-01-01', 'me')",
         "UPDATE timers.keyed_timers SET owner = 'postgres'",
         "INSERT INTO timers.keyed_events (key, event, cause) VALUES ('x', 'fired', 'x')",
@@ -369,7 +369,7 @@ def test_nobody_arms_a_timer_that_runs_as_someone_else(db: Database) -> None:
             ):
                 alice.execute(
                     "SELECT timers._arm(%s, 'job:task:x:2027', '2030-01-01', 'SELECT 1', 5,"
-                    " NULL, NULL, NULL)",
+                    " NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
                     [owner],
                 )
         # the role in effect is the owner, and a repin by another admin makes that one the owner
