@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 import psycopg
 
-from pgtimers import __version__, cli_admin, runcmd
+from pgtimers import __version__, cli_admin, cli_keyed, runcmd
 from pgtimers.cli_admin import EXIT_BAD_INPUT, EXIT_OK
 
 Command = Callable[[psycopg.Connection, argparse.Namespace], int]
@@ -201,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_install)
 
     _admin_commands(sub)
+    cli_keyed.add_parser(sub, _sub, _with_conn)
 
     cal = sub.add_parser(
         "calendar",

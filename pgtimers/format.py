@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
+# what the keyed timers' tables show for a time that is not set (as the seed does)
+NONE = "—"
 _UNITS = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
 
 
@@ -40,6 +42,35 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], width: int =
     lines = ["  ".join(c.ljust(s) for c, s in zip(r, sizes, strict=True)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * s for s in sizes))
     return "\n".join(lines)
+
+
+def utc_minute(value: dt.datetime | None) -> str:
+    """A time in UTC as `2028-02-01 14:00Z` (seconds only when not 0), or `—` for none."""
+    if value is None:
+        return NONE
+    when = value.astimezone(dt.timezone.utc)
+    text = when.strftime(
+        "%Y-%m-%d %H:%M:%S" if when.second or when.microsecond else "%Y-%m-%d %H:%M"
+    )
+    return text + "Z"
+
+
+def span(value: dt.timedelta | None) -> str:
+    """A length of time as `54d 10h 30m` (seconds only when not 0), or `—` for none."""
+    if value is None:
+        return NONE
+    total = int(abs(value).total_seconds())
+    parts = [
+        f"{amount}{unit}"
+        for amount, unit in (
+            (total // 86400, "d"),
+            (total % 86400 // 3600, "h"),
+            (total % 3600 // 60, "m"),
+            (total % 60, "s"),
+        )
+        if amount
+    ]
+    return ("-" if value < dt.timedelta(0) else "") + (" ".join(parts) or "0m")
 
 
 def result_word(last_ok: bool | None) -> str:

@@ -69,3 +69,16 @@ SELECT coalesce(json_agg(json_build_object(
 
 -- name: keep_data_for
 SELECT row_to_json(timers.keep_data_for($1::text::regclass, $2::text::interval, $3::text))::text
+
+-- name: list_keyed
+-- GET /api/keyed?on=&status=&test_clock=: timers.keyed rows (row_to_json, so a column
+-- the view gains shows by itself), in the order timers.list_keyed returns them (tick
+-- order): json_agg over the one function scan keeps it. NULL: no filter.
+SELECT coalesce(json_agg(row_to_json(k)), '[]'::json)::text
+  FROM timers.list_keyed($1::text, $2::text, $3::text) k
+
+-- name: keyed_timer
+-- GET /api/keyed/{key}: the timer's timers.keyed row (NULL when there is none) and the
+-- database's name, for the 404's message.
+SELECT (SELECT row_to_json(k)::text FROM timers.keyed k WHERE k.key = $1::text),
+       current_database()::text

@@ -6,6 +6,7 @@ import functools
 from typing import Any
 
 from pgtimers import __version__
+from pgtimers.http_keyed import KEY_PARAMETER, KEYED_FILTERS, KEYED_TIMER
 
 INT = {"type": "integer", "format": "int64"}
 STR = {"type": "string"}
@@ -190,6 +191,26 @@ def document() -> dict[str, Any]:
                     **timer_op,
                 }
             },
+            "/api/keyed": {
+                "get": {
+                    "summary": "Keyed timers, in tick order (timers.list_keyed)",
+                    "parameters": [DB, *KEYED_FILTERS],
+                    "responses": {
+                        "200": _json({"type": "array", "items": _ref("KeyedTimer")}, "the timers"),
+                        **_errors(400, 401, 403, 404, 503),
+                    },
+                }
+            },
+            "/api/keyed/{key}": {
+                "get": {
+                    "summary": "One keyed timer (its timers.keyed row)",
+                    "parameters": [DB, KEY_PARAMETER],
+                    "responses": {
+                        "200": _json(_ref("KeyedTimer"), "the timer"),
+                        **_errors(400, 401, 403, 404, 503),
+                    },
+                }
+            },
             "/api/stats": {
                 "get": {
                     "summary": "Every served database's timers the caller may read, trouble first",
@@ -247,6 +268,7 @@ def document() -> dict[str, Any]:
                         "timers": {"type": "array", "items": _ref("Timer")},
                     },
                 },
+                "KeyedTimer": KEYED_TIMER,
                 "SaveTimer": SAVE_BODY,
                 "RunResult": {
                     "type": "object",

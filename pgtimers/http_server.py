@@ -14,6 +14,7 @@ from aiohttp import web
 
 from pgtimers.http_backend import Backend, DatabaseSource
 from pgtimers.http_errors import HttpError, error_middleware, json_response
+from pgtimers.http_keyed import add_keyed_routes
 from pgtimers.http_openapi import document
 from pgtimers.http_routes import ANONYMOUS, BACKEND, add_routes
 from pgtimers.http_settings import HttpConfigError, HttpSettings, is_loopback, parse_addr
@@ -90,6 +91,7 @@ def make_app(databases: DatabaseSource, settings: HttpSettings, anonymous: bool)
     app[BACKEND] = Backend(databases, settings)
     app[ANONYMOUS] = anonymous
     add_routes(app)
+    add_keyed_routes(app)
     app.router.add_get("/api/stats", stats)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/api/openapi.json", _openapi)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
-from pgtimers.format import relative, result_word, table, timestamp
+from pgtimers.format import relative, result_word, span, table, timestamp, utc_minute
 
 NOW = 1_792_647_871_000
 
@@ -37,3 +39,17 @@ def test_table_aligns_and_cuts() -> None:
     assert lines[1] == "----  ----------"
     assert lines[2] == "a     xxxxxxxxx…"
     assert lines[3] == "bbbb  line break"
+
+
+def test_utc_minute_and_span_as_the_seed() -> None:
+    kathmandu = dt.timezone(dt.timedelta(hours=5, minutes=45))
+    assert utc_minute(dt.datetime(2028, 2, 1, 19, 45, tzinfo=kathmandu)) == "2028-02-01 14:00Z"
+    assert utc_minute(dt.datetime(2028, 2, 1, 14, 0, 30, tzinfo=dt.timezone.utc)) == (
+        "2028-02-01 14:00:30Z"
+    )
+    assert utc_minute(None) == "—"
+    assert span(dt.timedelta(days=54, hours=10, minutes=30)) == "54d 10h 30m"
+    assert span(dt.timedelta(seconds=5)) == "5s"
+    assert span(dt.timedelta(0)) == "0m"
+    assert span(-dt.timedelta(hours=2)) == "-2h"
+    assert span(None) == "—"

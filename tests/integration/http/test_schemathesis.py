@@ -27,6 +27,14 @@ def live(db: Database, serve: Callable[..., Served]) -> Iterator[str]:
     with db.connect() as conn:
         conn.execute("SELECT timers.save('t1', 'hourly', 'SELECT 1')")
         conn.execute("CREATE TABLE ev (at date) PARTITION BY RANGE (at)")
+        # keyed timers armed, held and superseded, so /api/keyed answers rows of each
+        conn.execute("SELECT timers.arm('job_1:task:file:2027', '2030-01-01Z', 'SELECT 1')")
+        conn.execute("SELECT timers.arm('job_1:deadline:at_risk:2027', '2030-01-02Z', 'SELECT 1')")
+        conn.execute("SELECT timers.hold('job_1:deadline:at_risk:2027', 'ask_1')")
+        conn.execute(
+            "SELECT timers.arm('clk_1#US:rung:notice 30d:2027@0', '2030-01-03Z', 'SELECT 1')"
+        )
+        conn.execute("SELECT timers.move('clk_1#US:rung:notice 30d:2027@0', '2030-02-03Z')")
     yield f"http://127.0.0.1:{serve([db.dsn]).port}"
 
 
