@@ -162,17 +162,14 @@ def test_direct_writes_are_refused(db: Database, role: str) -> None:
     assert fingerprint(db) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pgtimers_runner has UPDATE on every column of timers.timers, owner and sql included",
-)
 def test_the_runner_role_cannot_change_who_a_timer_runs_as(db: Database) -> None:
     """pgtimers_runner needs to write results, not owners or SQL.
 
-    Today it has UPDATE on every column of timers.timers (sql/0001_schema.sql:
-    GRANT SELECT, UPDATE ON timers.timers TO pgtimers_runner), so the runner's login
-    role — a service account with a password in a config file — can set any
-    timer's owner and SQL: pg_cron's "direct writes to cron.job" (greengage#569)."""
+    It had UPDATE on every column of timers.timers (sql/0001_schema.sql), so the
+    runner's login role — a service account with a password in a config file — could
+    set any timer's owner and SQL: pg_cron's "direct writes to cron.job"
+    (greengage#569). sql/0012_hardening.sql grants UPDATE on the bookkeeping columns
+    only."""
     with connect(db, ALICE) as alice:
         save(alice, "t0", "SELECT 1")
     with fresh_role(db, "pgtimers_runner") as runner, connect(db, runner) as conn:
@@ -185,17 +182,70 @@ def test_the_runner_role_cannot_change_who_a_timer_runs_as(db: Database) -> None
     assert _owners(db) == {"t0": ALICE}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pgtimers_runner may EXECUTE timers._exec_as and every timers_exec.as_<oid> "
-    "with any SQL",
-)
+# What the runner writes itself (sql/0005_runner.sql, sql/0009_keyed.sql and the named
+# queries of pgtimers/queries.sql): results, counters, due times, request answers.
+RUNNER_UPDATES = {
+    "keyed_timers": {
+        "attempt", "cause", "commit", "error", "fired_at", "late_by", "ok", "rows", "sqlstate",
+        "status", "superseded_at", "superseded_by", "took_ms", "updated_at", "wakes",
+    },
+    "run_requests": {"finished_at", "result"},
+    "runners": {
+        "backend_pid", "host", "id", "os_pid", "seen_at", "started_at", "version", "workers",
+    },
+    "timers": {
+        "catch_up_due_at", "caught_up", "expired", "failures", "last_due_at", "last_error",
+        "last_late_ms", "last_ok", "last_rows", "last_run_at", "last_skip_at", "last_skip_reason",
+        "last_took_ms", "max_late_ms", "next_due_at", "runs", "scheduled_runs", "skipped",
+    },
+}  # fmt: skip
+
+
+def test_the_runner_role_updates_bookkeeping_columns_only(db: Database) -> None:
+    """Never an owner, SQL, name, schedule, key or version, nor a test clock's time."""
+    with db.connect() as su:
+        rows = su.execute(
+            "SELECT c.relname::text, a.attname::text FROM pg_class c"
+            "  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped"
+            " WHERE c.relnamespace = 'timers'::regnamespace AND c.relkind IN ('r', 'p', 'v')"
+            "   AND has_column_privilege('pgtimers_runner', c.oid, a.attnum, 'UPDATE')"
+        ).fetchall()
+    granted: dict[str, set[str]] = {}
+    for table, column in rows:
+        granted.setdefault(table, set()).add(column)
+    assert granted == RUNNER_UPDATES
+
+
+def test_the_runner_role_cannot_change_what_a_keyed_timer_runs(db: Database) -> None:
+    with connect(db, ALICE) as alice:
+        alice.execute("SELECT timers.arm('job:task:x:2027', '2030-01-01', 'SELECT 1')")
+        alice.execute("SELECT timers.create_test_clock('clk', '2027-01-01')")
+    with fresh_role(db, "pgtimers_runner") as runner, connect(db, runner) as conn:
+        for statement in (
+            "UPDATE timers.keyed_timers SET owner = 'pgt_bob'",
+            "UPDATE timers.keyed_timers SET sql = 'SELECT 2'",
+            "UPDATE timers.keyed_timers SET key = 'job:task:y:2027'",
+            "UPDATE timers.keyed_timers SET version = 'v2'",
+            "UPDATE timers.test_clocks SET now = '2030-01-01'",
+        ):
+            with pytest.raises(errors.InsufficientPrivilege):
+                conn.execute(statement)
+        # the bookkeeping it needs stays writable
+        conn.execute("UPDATE timers.keyed_timers SET wakes = wakes")
+    with db.connect() as su:
+        assert su.execute("SELECT key, owner, sql FROM timers.keyed_timers").fetchall() == [
+            ("job:task:x:2027", ALICE, "SELECT 1")
+        ]
+
+
 def test_the_runner_role_cannot_run_sql_of_its_choosing_as_an_owner(db: Database) -> None:
     """The runner should run saved timers, not any SQL as any owner.
 
-    Today a member of pgtimers_runner may call timers._exec_as(owner, sql) (and the
-    executors, through USAGE on timers_exec) with SQL of its choosing, so it holds
-    the rights of every timer owner — of a superuser too once one saved a timer."""
+    A member of pgtimers_runner could call timers._exec_as(owner, sql) (and the
+    executors, through USAGE on timers_exec) with SQL of its choosing, so it held the
+    rights of every timer owner — of a superuser too once one saved a timer. Since
+    sql/0012_hardening.sql, _exec_as runs only SQL saved for that owner, and the
+    executors are reached through it only."""
     _log_table(db)
     with connect(db, BOB) as bob:
         save(bob, "b0", "SELECT 1")
@@ -210,6 +260,19 @@ def test_the_runner_role_cannot_run_sql_of_its_choosing_as_an_owner(db: Database
                 f"SELECT {executor_of(db, BOB)}('INSERT INTO public.who_ran (note) VALUES (''x'')')"
             )
     assert _who_ran(db) == []
+
+
+def test_the_runner_role_runs_a_saved_timers_sql_as_its_owner(db: Database) -> None:
+    _log_table(db)
+    sql = "INSERT INTO public.who_ran (note) VALUES ('b0')"
+    with connect(db, BOB) as bob:
+        save(bob, "b0", sql)
+    with fresh_role(db, "pgtimers_runner") as runner, connect(db, runner) as conn:
+        assert conn.execute("SELECT timers._exec_as('pgt_bob', %s)", [sql]).fetchone() == (1,)
+        # the same SQL as another role than the one that saved it is not a saved timer's
+        with pytest.raises(errors.InsufficientPrivilege):
+            conn.execute("SELECT timers._exec_as('pgt_alice', %s)", [sql])
+    assert _who_ran(db) == [BOB]
 
 
 # --------------------------------------------------------------------------- the owner argument

@@ -126,21 +126,45 @@ def test_bad_calendar_and_test_clock_names_are_refused(db: Database, what: str, 
     assert wrong == [], "\n".join(wrong)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="timers._check_calendar_name and timers._create_test_clock echo a refused name "
-    "raw in the "
-    "error message (newlines, ESC sequences): timers._check_name makes them visible as '?'",
-)
 @pytest.mark.parametrize(
     "call",
-    ["SELECT timers.save_calendar(%s)", "SELECT timers.create_test_clock(%s, '2027-01-01')"],
-    ids=["calendar", "test_clock"],
-)
+    [
+        "SELECT timers.save_calendar(%s)",
+        "SELECT timers.create_test_clock(%s, '2027-01-01')",
+        "SELECT timers.set_policy(%s, '14 days')",
+        "SELECT timers.arm(%s, '2030-01-01', 'SELECT 1')",
+        "SELECT timers.arm('job:task:x:2027', '2030-01-01', 'SELECT 1', test_clock => %s)",
+        "SELECT timers.arm('job:task:x:2027', '2030-01-01', 'SELECT 1',"
+        " version => %s || repeat('x', 200))",
+        "SELECT timers.save('t1', 'daily 02:00', 'SELECT 1', test_clock => %s)",
+        "SELECT timers.save('t1', 'daily 02:00', 'SELECT 1', catch_up => %s)",
+    ],
+    ids=["calendar", "test_clock", "policy", "key", "arm-test_clock", "version", "save-test_clock",
+         "catch_up"],
+)  # fmt: skip
 def test_refused_names_are_not_echoed_with_control_characters(db: Database, call: str) -> None:
     with connect(db, ALICE) as alice, pytest.raises(errors.InvalidParameterValue) as caught:
         alice.execute(call, ["x\n\x1b[2Jfake log line"])
     assert not re.search(r"[\x00-\x1f\x7f]", str(caught.value.diag.message_primary))
+    assert not re.search(r"[\x00-\x1f\x7f]", str(caught.value.diag.message_hint or ""))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "SELECT timers.enable(%s)",
+        "SELECT timers.delete(%s)",
+        "SELECT timers.is_trading_day(%s, '2027-01-01')",
+        "SELECT timers.move(%s, '2030-01-01')",
+        "SELECT timers.delete_test_clock(%s)",
+    ],
+)
+def test_unknown_names_are_not_echoed_with_control_characters(db: Database, call: str) -> None:
+    with connect(db, ALICE) as alice, pytest.raises(psycopg.Error) as caught:
+        alice.execute(call, ["x\n\x1b[2Jfake log line"])
+    assert caught.value.sqlstate in ("P0002", "22023"), caught.value
+    assert not re.search(r"[\x00-\x1f\x7f]", str(caught.value.diag.message_primary))
+    assert not re.search(r"[\x00-\x1f\x7f]", str(caught.value.diag.message_hint or ""))
 
 
 def test_names_with_nul_never_reach_the_functions(db: Database) -> None:

@@ -317,22 +317,123 @@ def test_dblink_cannot_leave_as_another_role_at_run_time(dblink_db: Database) ->
         assert su.execute("SELECT count(*) FROM public.who_ran").fetchone() == (0,)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="timers._check_sql reads statement heads only: SELECT dblink_exec(...) (leaving "
-    "the database) "
-    "is accepted at save; the run-time guard is dblink's own password rule",
-)
 def test_dblink_is_refused_at_save(dblink_db: Database) -> None:
     with connect(dblink_db, ALICE) as alice, pytest.raises(errors.InsufficientPrivilege):
         save(alice, "t1", _dblink_sql(dblink_db))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DECLARE ... WITH HOLD is accepted at save; its query then runs at COMMIT as the runner "
-    "(see test_runner_session.py)",
-)
 def test_cursor_with_hold_is_refused_at_save(db: Database) -> None:
     with connect(db, ALICE) as alice, pytest.raises(errors.InsufficientPrivilege):
         save(alice, "t1", "DECLARE c CURSOR WITH HOLD FOR SELECT 1")
+
+
+# Refused at save beyond statement heads (sql/0012_hardening.sql, timers._sql_scan):
+# (SQL, the statement the refusal names)
+REFUSED_BEYOND_HEADS = [
+    ("DEALLOCATE ALL", "DEALLOCATE"),
+    ("SELECT 1; EXECUTE q(1)", "EXECUTE"),
+    ("declare c binary no scroll cursor with hold for select 1", "DECLARE ... WITH HOLD"),
+    ("SELECT public.dblink_exec('dbname=x', 'SELECT 1')", "dblink_exec()"),
+    ('SELECT "public"."dblink_connect" (\'dbname=x\')', "dblink_connect()"),
+    ("SELECT * FROM dblink('dbname=x', 'SELECT 1') AS t(a int)", "dblink()"),
+    ("SELECT dblink_connect_u /* c */ ('dbname=x')", "dblink_connect_u()"),
+    ("SELECT U&\"d\\0062link_exec\"('dbname=x', 'x')", "dblink_exec()"),
+    ("SELECT U&\"d!0062link_exec\" UESCAPE '!' ('dbname=x', 'x')", "dblink_exec()"),
+    ("DO $$ BEGIN PREPARE p AS SELECT 1; END $$", "PREPARE in a DO block"),
+    ("DO $$ BEGIN IF true THEN DEALLOCATE ALL; END IF; END $$", "DEALLOCATE in a DO block"),
+    ("DO LANGUAGE plpgsql 'BEGIN DEALLOCATE ALL; END'", "DEALLOCATE in a DO block"),
+    ("DO E'BEGIN \\x44EALLOCATE ALL; END'", "DEALLOCATE in a DO block"),
+    ("DO U&'BEGIN \\0044EALLOCATE ALL; END'", "DEALLOCATE in a DO block"),
+    ("DO 'BEGIN DEALL'\n'OCATE ALL; END'", "DEALLOCATE in a DO block"),
+    ("DO $$ BEGIN PERFORM dblink_exec('dbname=x', 'x'); END $$", "dblink_exec() in a DO block"),
+    ("DO $a$ BEGIN DO $b$ BEGIN DEALLOCATE ALL; END $b$; END $a$", "DEALLOCATE in a DO block"),
+    (
+        "CREATE FUNCTION pg_temp.f() RETURNS void LANGUAGE plpgsql"
+        " AS $$ BEGIN DEALLOCATE ALL; END $$; SELECT pg_temp.f()",
+        "DEALLOCATE in the body of a routine",
+    ),
+    (
+        "CREATE PROCEDURE pg_temp.p() LANGUAGE sql AS 'PREPARE q AS SELECT 1'",
+        "PREPARE in the body of a routine",
+    ),
+]
+
+
+def test_refused_beyond_statement_heads(db: Database) -> None:
+    """42501 naming the statement and where it is; nothing changed."""
+    before = fingerprint(db)
+    wrong = []
+    with connect(db, ALICE) as alice:
+        for sql, statement in REFUSED_BEYOND_HEADS:
+            try:
+                save(alice, "t1", sql)
+            except psycopg.Error as exc:
+                message = exc.diag.message_primary or ""
+                if exc.sqlstate != "42501" or f"may not use {statement}:" not in message:
+                    wrong.append(f"{sql!r}: {exc.sqlstate} {message}")
+                elif "line " not in message or "column " not in message:
+                    wrong.append(f"{sql!r}: no position in {message}")
+                continue
+            wrong.append(f"{sql!r}: accepted")
+    assert wrong == [], "\n".join(wrong)
+    assert fingerprint(db) == before
+
+
+NOT_REFUSED_BEYOND_HEADS = [
+    "DECLARE c CURSOR FOR SELECT 1",
+    "CREATE TEMP TABLE dblink (a int)",
+    "CREATE TEMP TABLE t (a int) ; INSERT INTO t (a) VALUES (1) ON CONFLICT DO NOTHING",
+    "SELECT 'dblink_exec(' AS x",
+    "SELECT 1 -- dblink_exec('x', 'y')",
+    "DO $$ BEGIN EXECUTE format('SELECT %s', 1); COMMIT; END $$",
+    # dynamic SQL is not read at save: the run-time guard of timers._exec_as stops it
+    "DO $$ BEGIN EXECUTE 'PREPARE mine AS SELECT 1'; END $$",
+    "CREATE TEMP TABLE execute_log (prepare int); SELECT prepare FROM execute_log",
+]
+
+
+def test_what_is_not_refused_beyond_statement_heads(db: Database) -> None:
+    wrong = []
+    with connect(db, ALICE) as alice:
+        for sql in NOT_REFUSED_BEYOND_HEADS:
+            try:
+                alice.execute("SELECT timers._check_sql(%s)", [sql])
+            except psycopg.Error as exc:  # noqa: PERF203 - one probe per SQL, a report of each
+                wrong.append(f"{sql!r}: {exc.sqlstate} {exc.diag.message_primary}")
+    assert wrong == [], "\n".join(wrong)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DEALLOCATE ALL",
+        "SELECT 1; EXECUTE q",
+        "DO $$ BEGIN DEALLOCATE ALL; END $$",
+        "DO E'BEGIN \\x44EALLOCATE ALL; END'",
+    ],
+)
+def test_sql_saved_before_the_check_is_refused_at_run_time(db: Database, sql: str) -> None:
+    """timers._exec_as reads the session part again before each run: 42501, nothing ran."""
+    with db.connect() as su:
+        su.execute("CREATE TABLE public.who_ran (who name DEFAULT current_user, note text)")
+        su.execute("GRANT ALL ON public.who_ran TO PUBLIC")
+    with connect(db, ALICE) as alice:
+        save(alice, "t0", "SELECT 1")  # makes her executor
+    with pytest.raises(errors.InsufficientPrivilege, match=r"may not use (DEALLOCATE|EXECUTE)"):
+        exec_as(db, ALICE, "INSERT INTO public.who_ran (note) VALUES ('before'); " + sql)
+    with db.connect() as su:
+        assert su.execute("SELECT count(*) FROM public.who_ran").fetchone() == (0,)
+
+
+def test_statements_prepared_by_dynamic_sql_are_refused_and_dropped(db: Database) -> None:
+    with connect(db, ALICE) as alice:
+        save(alice, "t0", "SELECT 1")  # makes her executor
+    with connect(db) as runner:
+        runner.execute("PREPARE runners_own AS SELECT 1")
+        with pytest.raises(errors.InsufficientPrivilege, match="may not prepare or deallocate"):
+            runner.execute(
+                "SELECT timers._exec_as(%s, %s)",
+                [ALICE, "DO $$ BEGIN EXECUTE 'PREPARE mine AS SELECT 2'; END $$"],
+            )
+        names = runner.execute("SELECT name FROM pg_prepared_statements ORDER BY 1").fetchall()
+    assert names == [("runners_own",)]
