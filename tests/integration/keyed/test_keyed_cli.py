@@ -9,9 +9,11 @@ from collections.abc import Callable
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from tests.conftest import Database
+from tests.integration.http.conftest import PASSWORD as ROLE_PASSWORD
 from tests.integration.keyed.conftest import Fired, advance, arm, call, keyed
 from tests.integration.runner.conftest import RunnerProcess, wait_until
 
@@ -142,8 +144,19 @@ def test_json_is_the_view_rows_in_tick_order(
     assert held[0]["sql"] == "SELECT 2"
 
 
+def role_dsn(db: Database, role: str) -> str:
+    """A DSN that logs in as `role` (a password, for servers that check one, like Debian's)."""
+    with db.connect() as su:
+        su.execute(
+            sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(role), sql.Literal(ROLE_PASSWORD)
+            )
+        )
+    return make_conninfo(db.dsn, user=role, password=ROLE_PASSWORD)
+
+
 def test_a_reader_sees_no_sql_of_others(db: Database, scene: None) -> None:
-    reader = make_conninfo(db.dsn, user="pgt_reader")
+    reader = role_dsn(db, "pgt_reader")
     rows = json.loads(cli(db, "--json", "--on", "job_4Tx9", dsn=reader).stdout)
     assert len(rows) == 2 and all(r["sql"] is None for r in rows)
     text = cli(db, "--on", "job_4Tx9", dsn=reader)
@@ -176,7 +189,7 @@ def test_bad_status_is_a_usage_error_naming_the_states(db: Database) -> None:
 
 
 def test_a_database_error_exits_2_with_the_message(db: Database) -> None:
-    nobody = make_conninfo(db.dsn, user="pgt_nobody")
+    nobody = role_dsn(db, "pgt_nobody")
     result = cli(db, "--on", "job_4Tx9", dsn=nobody)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("pgtimers: permission denied")
