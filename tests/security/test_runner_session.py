@@ -380,12 +380,6 @@ def test_end_to_end_the_runner_never_uses_an_owners_operator(
     assert _who_ran(logdb) in ([], [ALICE])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CALL timers.run's wait loop computes least(v_nap * 2, 0.1) unqualified: an operator "
-    "*(double precision, integer) in an earlier schema of the caller's search_path runs "
-    "as the caller",
-)
 def test_end_to_end_run_now_never_uses_an_operator_of_an_earlier_schema(
     logdb: Database, runner: Runner
 ) -> None:

@@ -309,22 +309,8 @@ SUPERUSER_CALLS = [
 ]
 
 # The two procedures cannot pin search_path (a procedure with a SET clause cannot
-# COMMIT), and their bodies use unqualified operators and functions.
-_PROCEDURE_REASON = (
-    "timers.{} is a procedure without SET search_path (it COMMITs) whose body uses unqualified "
-    "operators/functions (jsonb_build_object, =, * ...): an earlier schema's better-matching "
-    "overload runs as the caller"
-)
-
-
-def _marks(name: str, path_id: str) -> list[pytest.MarkDecorator]:
-    if name == "advance_test_clock":
-        return [
-            pytest.mark.xfail(strict=True, reason=_PROCEDURE_REASON.format("advance_test_clock"))
-        ]
-    if name == "run-no-runner" and path_id == "evil-before-pg_catalog":
-        return [pytest.mark.xfail(strict=True, reason=_PROCEDURE_REASON.format("run"))]
-    return []
+# COMMIT): since sql/0013_procedures.sql their bodies hold only schema-qualified
+# calls and types, and the work is in functions that pin it.
 
 
 def _run_all(db: Database, role: str | None, path: str, calls: list[tuple[str, str]]) -> list[str]:
@@ -346,11 +332,7 @@ def test_admin_calls_never_use_objects_of_an_earlier_schema(
 
 @pytest.mark.parametrize(
     ("path_id", "name", "statement"),
-    [
-        pytest.param(p, n, s, id=f"{p}-{n}", marks=_marks(n, p))
-        for p in PATHS
-        for n, s in PROCEDURE_CALLS
-    ],
+    [pytest.param(p, n, s, id=f"{p}-{n}") for p in PATHS for n, s in PROCEDURE_CALLS],
 )
 def test_procedures_never_use_objects_of_an_earlier_schema(
     evil_db: Database, path_id: str, name: str, statement: str
