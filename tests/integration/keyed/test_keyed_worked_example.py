@@ -10,6 +10,7 @@ fires everything in tick order, every wake delivered twice and committed once.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -17,8 +18,9 @@ import psycopg
 import pytest
 from psycopg import errors
 
+from tests.conftest import Database
 from tests.integration.keyed.conftest import Fired, advance, arm, call, events, fired_rows, keyed
-from tests.integration.runner.conftest import RunnerProcess
+from tests.integration.runner.conftest import RunnerProcess, wait_until
 
 StartRunner = Callable[..., RunnerProcess]
 MINT = "2028-02-01 14:00:00+00"
@@ -75,16 +77,33 @@ def snapshot(conn: psycopg.Connection) -> list[Any]:
     return conn.execute("SELECT * FROM timers.keyed ORDER BY id").fetchall()
 
 
-def test_annual_return(conn: psycopg.Connection, fired: Fired, start_runner: StartRunner) -> None:
+def test_annual_return(
+    db: Database, conn: psycopg.Connection, fired: Fired, start_runner: StartRunner
+) -> None:
     conn.execute("SELECT timers.create_test_clock('c', %s)", [MINT])
+    # The clock's keyed fire lock keeps the runner from firing what the mint owes at
+    # once (before the advance), so that the advance's counts below are exact.
+    holder = db.connect()
+    holder.execute("SELECT pg_advisory_lock(28777, timers._keyed_lock_key('c'))")
+    start_runner()
     mint(conn)
     # the organizer holds the at-risk timer from the mint: waiting on the books
     call(conn, "hold", AT_RISK, "ask_9Ts4")
-    start_runner()
 
     # The mint: the 90-day notices were owed before it (armed after their day: fire
     # at once, never late), and the schedule's period is owed now.
-    result, _ = advance(conn, MINT, redeliver=True)
+    outcome: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: outcome.update(advance(conn, MINT, redeliver=True)[0]))
+    thread.start()
+    wait_until(
+        lambda: holder.execute(
+            "SELECT 1 FROM timers.audit WHERE action = 'advance_test_clock'"
+        ).fetchone(),
+        what="the advance's first step",
+    )
+    holder.close()  # lets the runner fire
+    thread.join(timeout=60)
+    result = outcome
     assert (result["fired"], result["replayed"]) == (4, 4)
     assert [k for k, _ in fired()] == [
         "clk_8Tx1#US-CA:rung:notice 90d:2027@0",  # '-' (0x2d) sorts before ':' (0x3a)
