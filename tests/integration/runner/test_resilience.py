@@ -157,7 +157,10 @@ def test_runner_recovers_when_the_server_restarts(
     assert_exactly_once_no_gaps(_fired(dsn), "steady")
 
 
-def test_without_a_dsn_it_runs_on_the_embedded_server_and_prints_the_dsn(tmp_path: Path) -> None:
+def test_without_a_dsn_it_runs_on_the_embedded_server_and_prints_the_dsn() -> None:
+    # Not pytest's tmp_path: as root, the server runs as another user, and every new
+    # pytest session makes /tmp/pytest-of-root private again (0700) under its feet.
+    tmp_path = Path(tempfile.mkdtemp(prefix="pgtimers-embedded-"))
     log = tmp_path / "embedded.log"
     runner = RunnerProcess([], log, env={"PGTIMERS_DATA_DIR": str(tmp_path / "data")})
     try:
@@ -170,3 +173,4 @@ def test_without_a_dsn_it_runs_on_the_embedded_server_and_prints_the_dsn(tmp_pat
         assert runner.stop() == 0
     finally:
         runner.kill()
+        shutil.rmtree(tmp_path, ignore_errors=True)
