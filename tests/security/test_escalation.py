@@ -619,11 +619,6 @@ def test_dropped_owner_breaks_runs_with_a_clear_error(db: Database) -> None:
     assert _who_ran(db) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="timers.timers.owner is a role name: after a rename, another role that takes the name "
-    "(and has an executor) runs the old owner's timers (timescaledb#5558: store the owner's oid)",
-)
 def test_a_renamed_owners_timers_never_run_as_the_role_that_takes_its_name(db: Database) -> None:
     _log_table(db)
     with fresh_role(db, "pgtimers_admin") as first, fresh_role(db, "pgtimers_admin") as second:
