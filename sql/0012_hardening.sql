@@ -23,6 +23,8 @@
 --    writes (results, counters, due times, request answers), never a timer's
 --    owner, SQL, name or schedule, nor a keyed timer's owner, SQL, key or version,
 --    nor a test clock.
+-- 5. A timer runs only as the role that saved it, also after a rename: each
+--    timer keeps its owner's oid, and timers._exec_as checks it.
 --
 -- CREATE OR REPLACE keeps each replaced function's signature and rights.
 
@@ -1027,6 +1029,38 @@ BEGIN
 END
 $fn$;
 
+-- Owners are stored by role name. After ALTER ROLE a RENAME TO b, another role
+-- could take the name a, and with it a's timers (its own executor passes every
+-- check). Each timer now also keeps the owner's oid, set by a trigger whenever
+-- its owner is written (save, arm, repin), and timers._exec_as refuses to run
+-- saved SQL for a role whose oid is not the one that saved it.
+ALTER TABLE timers.timers ADD COLUMN owner_oid oid;
+ALTER TABLE timers.keyed_timers ADD COLUMN owner_oid oid;
+UPDATE timers.timers t SET owner_oid = r.oid FROM pg_roles r WHERE r.rolname = t.owner;
+UPDATE timers.keyed_timers k SET owner_oid = r.oid FROM pg_roles r WHERE r.rolname = k.owner;
+
+COMMENT ON COLUMN timers.timers.owner_oid IS
+    'The oid of the role that saved the timer (owner is its name then): a rename never hands the timer to another role.';
+COMMENT ON COLUMN timers.keyed_timers.owner_oid IS
+    'The oid of the role that armed (or repinned) the timer.';
+
+-- The owner's oid, whenever the owner is written.
+CREATE OR REPLACE FUNCTION timers._set_owner_oid() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    NEW.owner_oid := (SELECT r.oid FROM pg_roles r WHERE r.rolname = NEW.owner);
+    RETURN NEW;
+END
+$$;
+REVOKE ALL ON FUNCTION timers._set_owner_oid() FROM PUBLIC;
+
+CREATE TRIGGER owner_oid BEFORE INSERT OR UPDATE OF owner ON timers.timers
+    FOR EACH ROW EXECUTE FUNCTION timers._set_owner_oid();
+CREATE TRIGGER owner_oid BEFORE INSERT OR UPDATE OF owner ON timers.keyed_timers
+    FOR EACH ROW EXECUTE FUNCTION timers._set_owner_oid();
+
 -- 0004: the runner's role reaches the executors only through this function, which
 -- runs a timer's saved SQL as the role that saved it, never SQL of the caller's
 -- choosing (a superuser session, which could SET ROLE anyway, may run any: tests,
@@ -1040,26 +1074,47 @@ CREATE OR REPLACE FUNCTION timers._exec_as(p_owner name, p_sql text) RETURNS big
     AS $$
 DECLARE
     v_fn text := timers._executor_name(p_owner);
+    v_oid oid := (SELECT r.oid FROM pg_roles r WHERE r.rolname = p_owner);
+    v_saved boolean;
+    v_same boolean;
     v_rows bigint;
     v_refusal record;
     v_prepared text[];
     v_name text;
 BEGIN
-    -- the timer being run is found by its name (pgtimers.timer, set by the run), a
-    -- keyed timer by its SQL's md5 (index keyed_sql), anything else by a scan
-    IF NOT coalesce((SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = session_user), false)
-       AND NOT EXISTS (SELECT 1 FROM timers.timers t
-                        WHERE lower(t.name) = lower(current_setting('pgtimers.timer', true)) COLLATE "default"
-                          AND t.owner = p_owner AND t.sql = p_sql)
-       AND NOT EXISTS (SELECT 1 FROM timers.keyed_timers k
-                        WHERE md5(k.sql) = md5(p_sql) AND k.sql = p_sql AND k.owner = p_owner)
-       AND NOT EXISTS (SELECT 1 FROM timers.timers t WHERE t.owner = p_owner AND t.sql = p_sql) THEN
+    -- The saved SQL being run, and whether the role that saved it is the one that
+    -- has the name now (owner_oid): the timer being run by its name (pgtimers.timer,
+    -- set by the run), a keyed timer by its SQL's md5 (index keyed_sql), anything
+    -- else by a scan.
+    SELECT bool_or(x.owner_oid = v_oid) INTO v_same
+      FROM (SELECT t.owner_oid FROM timers.timers t
+             WHERE lower(t.name) = lower(current_setting('pgtimers.timer', true)) COLLATE "default"
+               AND t.owner = p_owner AND t.sql = p_sql
+            UNION ALL
+            SELECT k.owner_oid FROM timers.keyed_timers k
+             WHERE md5(k.sql) = md5(p_sql) AND k.sql = p_sql AND k.owner = p_owner) x
+    HAVING count(*) > 0;
+    v_saved := FOUND;
+    IF NOT v_saved THEN
+        SELECT bool_or(t.owner_oid = v_oid) INTO v_same FROM timers.timers t
+         WHERE t.owner = p_owner AND t.sql = p_sql
+        HAVING count(*) > 0;
+        v_saved := FOUND;
+    END IF;
+    IF NOT v_saved AND NOT coalesce((SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = session_user), false) THEN
         RAISE EXCEPTION 'permission denied to run this SQL as role "%": the runner runs only the saved SQL of a timer of that role', p_owner
             USING ERRCODE = '42501';
     END IF;
     IF v_fn IS NULL OR to_regprocedure(format('timers_exec.%I(text)', v_fn)) IS NULL THEN
         RAISE EXCEPTION 'the timer''s owner "%" has no executor (the role was dropped or its objects were); save the timer again as an existing role', p_owner
             USING ERRCODE = '42704';
+    END IF;
+    -- Owners are stored by name: after a rename, the role that takes the name is not
+    -- the one that saved the timer, and never runs it.
+    IF v_saved AND NOT coalesce(v_same, false) THEN
+        RAISE EXCEPTION 'role "%" is not the role that saved this timer: its owner was renamed or dropped, and another role has the name now', p_owner
+            USING ERRCODE = '42501',
+                  HINT = 'Save or arm the timer again as the role that should run it.';
     END IF;
     -- Run only through a security-definer executor the owner owns: after a
     -- REASSIGN OWNED it would run as someone else.

@@ -1,4 +1,4 @@
-"""CALL timers.run and timers.advance_test_clock as thin shells: no unqualified name in a body that COMMITs.
+"""Thin shells for CALL timers.run and timers.advance_test_clock (they COMMIT).
 
 Revision ID: 0013
 Revises: 0012
