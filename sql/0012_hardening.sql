@@ -1075,6 +1075,8 @@ CREATE OR REPLACE FUNCTION timers._exec_as(p_owner name, p_sql text) RETURNS big
 DECLARE
     v_fn text := timers._executor_name(p_owner);
     v_oid oid := (SELECT r.oid FROM pg_roles r WHERE r.rolname = p_owner);
+    v_timer text;
+    v_saved_oid oid;
     v_saved boolean;
     v_same boolean;
     v_rows bigint;
@@ -1083,23 +1085,30 @@ DECLARE
     v_name text;
 BEGIN
     -- The saved SQL being run, and whether the role that saved it is the one that
-    -- has the name now (owner_oid): the timer being run by its name (pgtimers.timer,
-    -- set by the run), a keyed timer by its SQL's md5 (index keyed_sql), anything
-    -- else by a scan.
-    SELECT bool_or(x.owner_oid = v_oid) INTO v_same
-      FROM (SELECT t.owner_oid FROM timers.timers t
-             WHERE lower(t.name) = lower(current_setting('pgtimers.timer', true)) COLLATE "default"
-               AND t.owner = p_owner AND t.sql = p_sql
-            UNION ALL
-            SELECT k.owner_oid FROM timers.keyed_timers k
-             WHERE md5(k.sql) = md5(p_sql) AND k.sql = p_sql AND k.owner = p_owner) x
-    HAVING count(*) > 0;
+    -- has the name now (owner_oid). The run names what it runs (pgtimers.timer: a
+    -- timer's name or a keyed timer's key), found by a unique index; anything else
+    -- (a direct call) is looked up by owner and SQL.
+    v_timer := current_setting('pgtimers.timer', true);
+    SELECT t.owner_oid INTO v_saved_oid FROM timers.timers t
+     WHERE lower(t.name) = lower(v_timer) COLLATE "default" AND t.owner = p_owner AND t.sql = p_sql;
     v_saved := FOUND;
     IF NOT v_saved THEN
-        SELECT bool_or(t.owner_oid = v_oid) INTO v_same FROM timers.timers t
-         WHERE t.owner = p_owner AND t.sql = p_sql
-        HAVING count(*) > 0;
+        SELECT k.owner_oid INTO v_saved_oid FROM timers.keyed_timers k
+         WHERE k.key = v_timer AND k.owner = p_owner AND k.sql = p_sql;
         v_saved := FOUND;
+    END IF;
+    IF v_saved THEN
+        v_same := v_saved_oid IS NOT DISTINCT FROM v_oid;
+    ELSE
+        v_same := EXISTS (SELECT 1 FROM timers.timers t
+                           WHERE t.owner = p_owner AND t.sql = p_sql AND t.owner_oid = v_oid)
+               OR EXISTS (SELECT 1 FROM timers.keyed_timers k
+                           WHERE md5(k.sql) = md5(p_sql) AND k.sql = p_sql AND k.owner = p_owner
+                             AND k.owner_oid = v_oid);
+        v_saved := v_same
+               OR EXISTS (SELECT 1 FROM timers.timers t WHERE t.owner = p_owner AND t.sql = p_sql)
+               OR EXISTS (SELECT 1 FROM timers.keyed_timers k
+                           WHERE md5(k.sql) = md5(p_sql) AND k.sql = p_sql AND k.owner = p_owner);
     END IF;
     IF NOT v_saved AND NOT coalesce((SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = session_user), false) THEN
         RAISE EXCEPTION 'permission denied to run this SQL as role "%": the runner runs only the saved SQL of a timer of that role', p_owner
@@ -1111,7 +1120,7 @@ BEGIN
     END IF;
     -- Owners are stored by name: after a rename, the role that takes the name is not
     -- the one that saved the timer, and never runs it.
-    IF v_saved AND NOT coalesce(v_same, false) THEN
+    IF v_saved AND NOT v_same THEN
         RAISE EXCEPTION 'role "%" is not the role that saved this timer: its owner was renamed or dropped, and another role has the name now', p_owner
             USING ERRCODE = '42501',
                   HINT = 'Save or arm the timer again as the role that should run it.';
