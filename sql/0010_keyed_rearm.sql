@@ -47,7 +47,6 @@ CREATE INDEX keyed_calendar ON timers.keyed_timers (lower(calendar))
 CREATE INDEX keyed_policy ON timers.keyed_timers (policy)
     WHERE status = 'armed' AND policy IS NOT NULL;
 
-GRANT SELECT ON timers.keyed_policies TO pgtimers_reader, pgtimers_runner;
 REVOKE ALL ON timers.keyed_policies FROM PUBLIC;
 GRANT SELECT ON timers.keyed_policies TO pgtimers_reader, pgtimers_runner;
 
@@ -98,6 +97,20 @@ SELECT k.key,
 
 COMMENT ON VIEW timers.keyed IS
     'One row per keyed timer with the seed''s fields: key, on, status (armed/fired/superseded/held/void), place, owed_at, armed_at, fired_at, late_by, attempt, wakes, commit, superseded_by, by, held_since, held_by, remaining, resumed_at, late_at, version; and nominal_at, calendar, roll, zone, policy, since.';
+
+-- A name (or any short text) given by a caller, as a message shows it: quoted as
+-- a literal, control characters (C0, DEL, C1) made visible as '?', cut short after
+-- p_max characters ('…'). NULL shows as NULL.
+CREATE OR REPLACE FUNCTION timers._shown(p_text text, p_max integer DEFAULT 80) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT pg_catalog.quote_nullable(pg_catalog.regexp_replace(
+                   CASE WHEN pg_catalog.length(p_text) > p_max
+                        THEN pg_catalog.left(p_text, p_max) || '…' ELSE p_text END,
+                   '[\x01-\x1f\x7f-\x9f]', '?', 'g'))
+    $$;
+
 
 -- ---------------------------------------------------------------------------
 -- Rolling a date onto a calendar, and a policy's span
@@ -174,8 +187,8 @@ CREATE OR REPLACE FUNCTION timers._check_policy_name(p_name text) RETURNS text
     AS $$
 BEGIN
     IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9_.-]{1,64}$' THEN
-        RAISE EXCEPTION 'bad policy name %: use 1 to 64 letters, digits, "_", "." and "-"',
-            quote_literal(left(coalesce(p_name, 'NULL'), 80)) USING ERRCODE = '22023';
+        RAISE EXCEPTION 'bad policy name %: use 1 to 64 letters, digits, "_", "." and "-"', timers._shown(p_name)
+            USING ERRCODE = '22023';
     END IF;
     RETURN p_name;
 END
@@ -191,9 +204,9 @@ DECLARE
 BEGIN
     SELECT * INTO p FROM timers.keyed_policies x WHERE lower(x.name) = lower(p_name) COLLATE "default";
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'there is no policy % in database %', quote_literal(p_name), current_database()
+        RAISE EXCEPTION 'there is no policy % in database %', timers._shown(p_name), current_database()
             USING ERRCODE = 'P0002',
-                  HINT = format('Set its span first: SELECT timers.set_policy(%L, ''14 days'');', p_name);
+                  HINT = format('Set its span first: SELECT timers.set_policy(%s, ''14 days'');', timers._shown(p_name));
     END IF;
     RETURN p;
 END
@@ -363,8 +376,8 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
     IF p_test_clock IS NOT NULL AND NOT EXISTS (SELECT 1 FROM timers.test_clocks c WHERE c.name = p_test_clock) THEN
-        RAISE EXCEPTION 'there is no test clock ''%''; make one with SELECT timers.create_test_clock(%, now())',
-            p_test_clock, quote_literal(p_test_clock)
+        RAISE EXCEPTION 'there is no test clock %; make one with SELECT timers.create_test_clock(%, now())',
+            timers._shown(p_test_clock), timers._shown(p_test_clock)
             USING ERRCODE = '22023';
     END IF;
     v_owed := timers._keyed_roll(v_calendar, p_roll, v_zone, v_nominal);
@@ -438,8 +451,8 @@ DECLARE
 BEGIN
     PERFORM timers._keyed_check_actor(p_actor, 'move a keyed timer');
     IF p_by IS NULL OR NOT p_by = ANY (timers._keyed_move_causes()) THEN
-        RAISE EXCEPTION 'bad cause ''%'': a move is recorded as one of % (hold, resume and repin have their own calls)',
-            coalesce(p_by, 'NULL'), array_to_string(timers._keyed_move_causes(), ', ')
+        RAISE EXCEPTION 'bad cause %: a move is recorded as one of % (hold, resume and repin have their own calls)',
+            timers._shown(p_by), array_to_string(timers._keyed_move_causes(), ', ')
             USING ERRCODE = '22023';
     END IF;
     IF p_owed_at IS NULL OR NOT isfinite(p_owed_at) THEN
