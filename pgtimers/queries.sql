@@ -63,8 +63,9 @@ SELECT timers._run_due($1, $2, $3)
 SELECT timers._run_request($1, $2)
 
 -- name: next_wake
--- The server's clock now, and when something that no run holds is due next.
-SELECT db_now, wake_at FROM timers._next_wake()
+-- The server's clock now, the earliest due time of anything (it may have passed: a
+-- run holds it), and the earliest due time still to come.
+SELECT db_now, wake_at, next_at FROM timers._next_wake()
 
 -- name: schema_installed
 SELECT to_regclass('timers.timers') IS NOT NULL

@@ -20,6 +20,10 @@ from pgtimers.run_queries import query
 from pgtimers.run_worker import Worker
 
 LOOK_EVERY = 1.0  # seconds: the runner looks at least this often
+# While what is due is held by someone else (a run of another runner, a long change),
+# claims that found nothing are tried again this often, and at once when a NOTIFY or a
+# new due time comes: a held row is picked up soon after it is let go.
+RETRY_HELD = 0.25
 HEARTBEAT_EVERY = 1.0  # seen_at: downtime starts when the last runner was last seen
 PRUNE_EVERY = 600.0
 CLOCK_JUMP = 2.0  # seconds the server's clock may drift from ours before it counts as set
@@ -53,6 +57,8 @@ class DatabaseRunner:
         self._has_work = False
         self._running = 0  # base workers running a timer now
         self._recheck = asyncio.Event()
+        self._notified = False  # a NOTIFY came since the control session last looked
+        self._nothing_to_claim = False  # the last claim after a signal found nothing
         self._failed = asyncio.Event()
         self._leaving = False  # the control session ended: workers finish their run and go
         self.started = asyncio.Event()  # set once serving (tests wait on it)
@@ -172,6 +178,7 @@ class DatabaseRunner:
 
     # --------------------------------------------------------------- control
     def _on_notify(self, *_: Any) -> None:
+        self._notified = True
         self._recheck.set()
 
     async def _loop(self, control: asyncpg.Connection) -> None:
@@ -189,22 +196,40 @@ class DatabaseRunner:
         last_db: float | None = None
         last_mono = 0.0
         beat_at = prune_at = time.monotonic()
+        signalled_at = -RETRY_HELD
+        coming: float | None = None  # the due time still to come, at the last look
         try:
             while not self.stopping.is_set() and not self._failed.is_set():
                 self._recheck.clear()
-                db_now, wake_at = await control.fetchrow(query("next_wake"))
+                notified, self._notified = self._notified, False
+                db_now, wake_at, next_at = await control.fetchrow(query("next_wake"))
                 mono = time.monotonic()
                 db = db_now.timestamp()
                 if last_db is not None:
                     await self._watch_clock(control, last_db, db, mono - last_mono, db_now)
                 last_db, last_mono = db, mono
                 delay = LOOK_EVERY
-                if wake_at is not None:
-                    ahead = wake_at.timestamp() - db
-                    if ahead <= 0:
+                if next_at is not None:
+                    delay = min(LOOK_EVERY, max(next_at.timestamp() - db, 0.0))
+                if wake_at is not None and wake_at.timestamp() <= db:
+                    # Something is due. While the last claims found nothing (what is due is
+                    # held: being run), ask again only when something changed (a NOTIFY, a
+                    # due time that came since) or after RETRY_HELD.
+                    came = coming is not None and coming <= db
+                    if (
+                        not self._nothing_to_claim
+                        or notified
+                        or came
+                        or mono - signalled_at >= RETRY_HELD
+                    ):
+                        self._nothing_to_claim = False
+                        signalled_at = mono
                         await self._signal_work()
                     else:
-                        delay = min(LOOK_EVERY, ahead)
+                        delay = min(delay, RETRY_HELD - (mono - signalled_at))
+                elif wake_at is not None:
+                    delay = min(delay, wake_at.timestamp() - db)
+                coming = None if next_at is None else next_at.timestamp()
                 if mono - beat_at >= HEARTBEAT_EVERY:
                     await control.fetchval(query("runner_beat"), self.s.runner_id)
                     beat_at = mono
@@ -294,6 +319,7 @@ class DatabaseRunner:
                 if result is None:
                     async with self._work:
                         self._has_work = False
+                    self._nothing_to_claim = True
                     self._recheck.set()
                 elif result:
                     run_log.run_result(self.database, result)

@@ -12,9 +12,14 @@ from typing import Any
 
 LOGGER = logging.getLogger("pgtimers.runner")
 
+# A value longer than this is cut (as the SQL cuts errors): one line stays a line.
+MAX_VALUE = 8000
+
 
 def _value(value: Any) -> str:
     text = "" if value is None else str(value)
+    if len(text) > MAX_VALUE:
+        text = f"{text[:MAX_VALUE]} … [cut: {len(text)} characters in all]"
     if text and not any(c in text for c in ' "=\\\n\t'):
         return text
     escaped = (

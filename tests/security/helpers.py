@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -157,11 +158,12 @@ def drop_role(db: Database, name: str) -> None:
 class Runner:
     """`pgtimers run --dsn <db> --workers 1` as a subprocess, for end-to-end cases."""
 
-    def __init__(self, db: Database, log: Path) -> None:
+    def __init__(self, db: Database, log: Path, extra: list[str] | None = None) -> None:
         self.log_path = log
         self._log = log.open("w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pgtimers", "run", "--dsn", db.dsn, "--workers", "1"],
+            [sys.executable, "-m", "pgtimers", "run", "--dsn", db.dsn, "--workers", "1"]
+            + (extra or []),
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
@@ -169,6 +171,12 @@ class Runner:
 
     def log(self) -> str:
         return self.log_path.read_text()
+
+    def http_url(self) -> str:
+        """The URL of `--http` from the runner's http_serving line."""
+        found = re.search(r"event=http_serving url=(\S+)", self.log())
+        assert found, self.log()
+        return found.group(1)
 
     def wait_for(self, text: str, timeout: float = 15.0) -> None:
         deadline = time.monotonic() + timeout

@@ -154,6 +154,12 @@ def test_direct_writes_are_refused(db: Database, role: str) -> None:
                 conn.execute(statement)
             except errors.InsufficientPrivilege:
                 continue
+            except errors.FeatureNotSupported as exc:
+                # a computed column of a view (timers.status.enabled shows a change asked
+                # for while the timer runs): PostgreSQL refuses the write before the rights
+                if "of view" in (exc.diag.message_primary or ""):
+                    continue
+                allowed.append(f"{statement}: {exc.sqlstate} {exc.diag.message_primary}")
             except psycopg.Error as exc:
                 allowed.append(f"{statement}: {exc.sqlstate} {exc.diag.message_primary}")
                 continue
@@ -190,8 +196,10 @@ RUNNER_UPDATES = {
         "status", "superseded_at", "superseded_by", "took_ms", "updated_at", "wakes",
     },
     "run_requests": {"finished_at", "result"},
+    "locks": {"note"},
     "runners": {
-        "backend_pid", "host", "id", "os_pid", "seen_at", "started_at", "version", "workers",
+        "application_name", "backend_pid", "host", "id", "os_pid", "seen_at", "started_at",
+        "stopped_at", "version", "workers",
     },
     "timers": {
         "catch_up_due_at", "caught_up", "expired", "failures", "last_due_at", "last_error",
@@ -452,7 +460,10 @@ def test_a_timers_sql_cannot_ask_for_runs_in_someone_elses_name(db: Database) ->
     with connect(db, ALICE) as alice:
         save(alice, "t0", "SELECT 1")
     with connect(db) as live:  # looks like a live runner to timers._live_runners()
-        live.execute("SELECT pg_advisory_lock_shared(timers._runner_lock_class(), 0)")
+        live.execute(
+            "INSERT INTO timers.runners (id, host, os_pid, backend_pid, application_name)"
+            " VALUES ('fake', 'here', 1, pg_backend_pid(), current_setting('application_name'))"
+        )
         with contextlib.suppress(errors.InsufficientPrivilege):
             exec_as(db, ALICE, "SELECT timers._run_ask('postgres', 't0')")
     with db.connect() as su:

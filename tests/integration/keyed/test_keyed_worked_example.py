@@ -83,8 +83,8 @@ def test_annual_return(
     conn.execute("SELECT timers.create_test_clock('c', %s)", [MINT])
     # The clock's keyed fire lock keeps the runner from firing what the mint owes at
     # once (before the advance), so that the advance's counts below are exact.
-    holder = db.connect()
-    holder.execute("SELECT pg_advisory_lock(28777, timers._keyed_lock_key('c'))")
+    holder = db.connect(autocommit=False)
+    holder.execute("SELECT 1 FROM timers.locks WHERE name = 'keyed_fire:c' FOR UPDATE")
     start_runner()
     mint(conn)
     # the organizer holds the at-risk timer from the mint: waiting on the books
