@@ -1,7 +1,8 @@
 """Who is calling: a bearer token, HTTP Basic with a database role, or nobody
 (only on a loopback address, when explicitly allowed). Also the two browser
-guards: a cross-site POST is refused (Origin), and anonymous access needs a
-loopback Host header (so DNS rebinding cannot reach it)."""
+guards: a cross-site POST is refused (Origin), and anonymous access answers
+only to the exact loopback names it serves, in the Host header and in an
+absolute-form request target (so DNS rebinding cannot reach it)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from aiohttp import web
 
 from pgtimers.http_backend import Caller
 from pgtimers.http_errors import HttpError
-from pgtimers.http_settings import HttpSettings, is_loopback
+from pgtimers.http_settings import HttpSettings
 
 CHALLENGE = {"WWW-Authenticate": 'Basic realm="pgtimers", charset="UTF-8"'}
+# IP literals cannot be rebound, and `localhost` resolves on this machine; any other
+# name (`evil.localhost` too) may resolve wherever its owner likes.
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 
 
 def _unauthorized(message: str) -> HttpError:
@@ -36,11 +40,36 @@ def _basic(value: str) -> Caller:
     return Caller("basic", role, password)
 
 
-def _host_name(host_header: str) -> str:
-    host = host_header.strip()
-    if host.startswith("["):
-        return host[: host.find("]") + 1]
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+def _served_names(request: web.Request) -> set[str]:
+    """`localhost`, `127.0.0.1`, `[::1]` and the address the request came to, each
+    bare or with the port it came to."""
+    transport = request.transport
+    sockname = transport.get_extra_info("sockname") if transport is not None else None
+    if not isinstance(sockname, tuple):
+        return set()
+    address, port = str(sockname[0]), int(sockname[1])
+    names = {*LOOPBACK_NAMES, f"[{address}]" if ":" in address else address}
+    return names | {f"{name}:{port}" for name in names}
+
+
+def _claimed_names(request: web.Request) -> list[str]:
+    """The Host header, and the authority of an absolute-form target (`GET http://x/`)."""
+    claimed = [request.headers.get("Host", "")]
+    target = request.raw_path
+    if not target.startswith("/"):
+        claimed.append(urlsplit(target).netloc if "://" in target else target)
+    return claimed
+
+
+def _refuse_foreign_host(request: web.Request) -> None:
+    served = _served_names(request)
+    for name in _claimed_names(request):
+        # no Host header at all (HTTP/1.0) names nothing; aiohttp needs one in HTTP/1.1
+        if name and name.lower() not in served:
+            raise _unauthorized(
+                "anonymous access answers only to a loopback host name it serves "
+                f"(localhost, 127.0.0.1 or [::1], with its port or none), not {name!r}"
+            )
 
 
 def authenticate(request: web.Request, settings: HttpSettings, anonymous_ok: bool) -> Caller:
@@ -57,10 +86,7 @@ def authenticate(request: web.Request, settings: HttpSettings, anonymous_ok: boo
             return _basic(value)
         raise _unauthorized("use Authorization: Bearer <token> or Basic <role:password>")
     if anonymous_ok:
-        if not is_loopback(_host_name(request.host)):
-            raise _unauthorized(
-                f"anonymous access answers only to a loopback host name, not {request.host!r}"
-            )
+        _refuse_foreign_host(request)
         return Caller("anonymous")
     raise _unauthorized(
         "authentication required: HTTP Basic with a database role and its password, "

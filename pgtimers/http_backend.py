@@ -4,7 +4,8 @@ The token and anonymous callers use the server's own DSN (the runner's role).
 An HTTP Basic caller is checked by PostgreSQL itself: we open a connection as
 that role with that password. A server that does not check passwords for the
 role (pg_hba `trust`) is detected with a wrong password and refused, since the
-password would then prove nothing.
+password would then prove nothing. Password guessing is slowed down per role
+(http_throttle).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from pgtimers.http_errors import HttpError
 from pgtimers.http_settings import HttpSettings
+from pgtimers.http_throttle import BasicThrottle
 from pgtimers.run_connect import connect_kwargs
 
 # name -> DSN, a list of DSNs, or a function giving the DSNs served right now
@@ -80,6 +82,7 @@ class Backend:
         self._roles: dict[tuple[str, str], _RolePool] = {}
         self._failed: dict[tuple[str, str, bytes], float] = {}
         self._trust: dict[tuple[str, str], float] = {}
+        self._throttle = BasicThrottle()
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._names: dict[str, str] = {}
         self._closing: set[asyncio.Future[None]] = set()
@@ -147,13 +150,29 @@ class Backend:
             return entry.pool
         if self._failed.get((dsn, role, secret), 0.0) > now:
             raise _refused(role)
+        # a password verified before for this role is not a guess
+        if not (entry and entry.secret == secret):
+            self._throttle.admit(role)
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             entry = self._roles.get(key)
             if entry and entry.secret == secret and entry.verified_until > time.monotonic():
+                # verified meanwhile by a request ahead of this one
+                self._throttle.succeeded(role)
                 return entry.pool
             kwargs = self._role_kwargs(dsn, role, password)
-            await self._verify(dsn, role, secret, kwargs)
+            try:
+                await self._verify(dsn, role, secret, kwargs)
+            except HttpError:
+                # the password no longer works, so it no longer counts as verified before
+                stale = self._roles.get(key)
+                if stale and stale.secret == secret:
+                    self._close_later(self._roles.pop(key).pool)
+                raise
+            except (OSError, asyncio.TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                self._throttle.forgive(role)
+                raise
+            self._throttle.succeeded(role)
             await self._check_passwords_are_checked(dsn, role, kwargs)
             until = time.monotonic() + self.settings.auth_cache_seconds
             if entry and entry.secret == secret:

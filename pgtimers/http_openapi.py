@@ -99,9 +99,12 @@ def _errors(*statuses: int) -> dict[str, Any]:
         404: "no such timer or database",
         409: "the timer is running",
         413: "the body is too large",
+        429: "too many failed HTTP Basic sign-ins for the role: try again after Retry-After",
         503: "no runner serves the database, or it cannot be reached",
     }
-    return {str(s): _json(_ref("Error"), words[s]) for s in statuses}
+    # wherever credentials are checked, a role's password may be throttled
+    throttled = (429,) if 401 in statuses else ()
+    return {str(s): _json(_ref("Error"), words[s]) for s in (*statuses, *throttled)}
 
 
 DB = {

@@ -2,11 +2,14 @@
 
 The runner calls `start_http(addr, databases, settings)` in its event loop and
 `await server.close()` when it stops. aiohttp (asyncio, like the runner's
-asyncpg) parses HTTP: keep-alive, body limits and header checks are its job.
+asyncpg) parses HTTP: keep-alive, body limits and header checks are its job;
+HeadGuard closes connections that are slow to send a request head.
 """
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
 import logging
 from pathlib import Path
 
@@ -14,6 +17,7 @@ from aiohttp import web
 
 from pgtimers.http_backend import Backend, DatabaseSource
 from pgtimers.http_errors import HttpError, error_middleware, json_response
+from pgtimers.http_guard import HeadGuard
 from pgtimers.http_keyed import add_keyed_routes
 from pgtimers.http_openapi import document
 from pgtimers.http_routes import ANONYMOUS, BACKEND, add_routes
@@ -35,13 +39,22 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
+GUARD = web.AppKey("guard", HeadGuard)
 
 
 class HttpServer:
     """A running HTTP server; `close()` stops it and its database pools."""
 
-    def __init__(self, runner: web.AppRunner, backend: Backend, host: str, port: int) -> None:
+    def __init__(
+        self,
+        runner: web.AppRunner,
+        listener: asyncio.Server,
+        backend: Backend,
+        host: str,
+        port: int,
+    ) -> None:
         self._runner = runner
+        self._listener = listener
         self.backend = backend
         self.host = host
         self.port = port
@@ -52,7 +65,9 @@ class HttpServer:
         return f"http://{host}:{self.port}"
 
     async def close(self) -> None:
+        self._listener.close()
         await self._runner.cleanup()
+        await self._listener.wait_closed()
         await self.backend.close()
 
 
@@ -87,7 +102,11 @@ async def _health(request: web.Request) -> web.Response:
 
 def make_app(databases: DatabaseSource, settings: HttpSettings, anonymous: bool) -> web.Application:
     """The aiohttp application (tests may serve it on their own)."""
-    app = web.Application(middlewares=[error_middleware], client_max_size=settings.max_body_bytes)
+    guard = HeadGuard(settings.header_timeout_seconds, settings.max_header_connections)
+    app = web.Application(
+        middlewares=[guard.middleware, error_middleware], client_max_size=settings.max_body_bytes
+    )
+    app[GUARD] = guard
     app[BACKEND] = Backend(databases, settings)
     app[ANONYMOUS] = anonymous
     add_routes(app)
@@ -123,15 +142,21 @@ async def start_http(
     app = make_app(databases, settings, anonymous)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_address=True)
+    assert runner.server is not None
+    # asyncio's own listener instead of web.TCPSite, so each connection is guarded
+    factory = app[GUARD].protocol_factory(runner.server)
+    loop = asyncio.get_running_loop()
     try:
-        await site.start()
+        listener = await loop.create_server(factory, host, port, reuse_address=True, backlog=128)
     except OSError as exc:
         await runner.cleanup()
         raise HttpConfigError(f"--http {addr}: cannot listen there: {exc.strerror}") from None
-    bound = port
-    for address in runner.addresses:
-        if isinstance(address, tuple):
-            bound = int(address[1])
-            break
-    return HttpServer(runner, app[BACKEND], host, bound)
+    bound = [sock.getsockname() for sock in listener.sockets]
+    if anonymous and not all(ipaddress.ip_address(name[0]).is_loopback for name in bound):
+        listener.close()
+        await runner.cleanup()
+        raise HttpConfigError(
+            f"--http {addr}: anonymous access is allowed only on a loopback address, "
+            f"and {host} is not one here"
+        )
+    return HttpServer(runner, listener, app[BACKEND], host, int(bound[0][1]))

@@ -1,4 +1,5 @@
-"""Settings of the HTTP API: where it listens, the token, anonymous loopback access."""
+"""Settings of the HTTP API: where it listens, the token, anonymous loopback access,
+and the limits on connections that are slow to send a request."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ from typing import Any
 TOKEN_ENV = "PGTIMERS_HTTP_TOKEN"
 MIN_TOKEN_LENGTH = 16
 # Keys of the runner's config file (TOML) that belong to the HTTP API.
-CONFIG_KEYS = ("http_token", "http_allow_anonymous_loopback")
+CONFIG_KEYS = (
+    "http_token",
+    "http_allow_anonymous_loopback",
+    "http_header_timeout_seconds",
+    "http_max_header_connections",
+)
 
 
 class HttpConfigError(ValueError):
@@ -32,6 +38,12 @@ class HttpSettings:
     auth_cache_seconds: float = 60.0
     # Connections per (database, role) pool.
     pool_size: int = 4
+    # A connection that has not sent a whole request head this long after it opened, or
+    # after its last response, is closed (slow headers, idle keep-alive).
+    header_timeout_seconds: float = 10.0
+    # At most this many connections may be waiting for a request head; past it the
+    # oldest of them is closed.
+    max_header_connections: int = 64
 
     def __post_init__(self) -> None:
         if self.token is not None and len(self.token) < MIN_TOKEN_LENGTH:
@@ -39,6 +51,10 @@ class HttpSettings:
                 f"http_token must be at least {MIN_TOKEN_LENGTH} characters long "
                 "(for example: python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
             )
+        if not self.header_timeout_seconds > 0:
+            raise HttpConfigError("http_header_timeout_seconds must be more than 0")
+        if self.max_header_connections < 1:
+            raise HttpConfigError("http_max_header_connections must be at least 1")
 
     @classmethod
     def from_config(
@@ -47,8 +63,8 @@ class HttpSettings:
         environ: Mapping[str, str] | None = None,
         allow_anonymous_loopback: bool | None = None,
     ) -> HttpSettings:
-        """From the config file's keys (http_token, http_allow_anonymous_loopback), then
-        PGTIMERS_HTTP_TOKEN; a flag value for anonymous access wins over the file."""
+        """From the config file's keys (CONFIG_KEYS), then PGTIMERS_HTTP_TOKEN; a flag
+        value for anonymous access wins over the file."""
         env = os.environ if environ is None else environ
         token = data.get("http_token")
         if token is not None and not isinstance(token, str):
@@ -59,7 +75,18 @@ class HttpSettings:
             raise HttpConfigError("key 'http_allow_anonymous_loopback' must be true or false")
         if allow_anonymous_loopback is not None:
             anonymous = allow_anonymous_loopback
-        return cls(token=token, allow_anonymous_loopback=anonymous)
+        timeout = data.get("http_header_timeout_seconds", cls.header_timeout_seconds)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise HttpConfigError("key 'http_header_timeout_seconds' must be a number")
+        limit = data.get("http_max_header_connections", cls.max_header_connections)
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise HttpConfigError("key 'http_max_header_connections' must be a whole number")
+        return cls(
+            token=token,
+            allow_anonymous_loopback=anonymous,
+            header_timeout_seconds=float(timeout),
+            max_header_connections=limit,
+        )
 
 
 def parse_addr(addr: str) -> tuple[str, int]:
@@ -84,9 +111,10 @@ def parse_addr(addr: str) -> tuple[str, int]:
 
 
 def is_loopback(host: str) -> bool:
-    """Whether a listening or Host-header name is a loopback address only."""
+    """Whether a listening address names loopback only: `localhost` or a loopback IP."""
     name = host.strip().lower().rstrip(".")
-    if name == "localhost" or name.endswith(".localhost"):
+    # Not "*.localhost": /etc/hosts may point such a name anywhere.
+    if name == "localhost":
         return True
     try:
         return ipaddress.ip_address(name.strip("[]")).is_loopback
