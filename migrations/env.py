@@ -1,13 +1,18 @@
-"""Alembic environment for pgtimers: its own version table in schema timers, one install lock."""
+"""Alembic environment for pgtimers: its own version table in schema timers, one install lock,
+the pending versioned migrations, then the whole repeatable code (sql/code/) when it changed."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+from pathlib import Path
+from typing import Any
 
 from alembic import context
 from sqlalchemy import text
 
 from pgtimers.install import INSTALL_LOCK_KEY, VERSION_SCHEMA, VERSION_TABLE, engine_for
+from pgtimers.paths import sql_dir
 
 config = context.config
 
@@ -21,21 +26,80 @@ def _dsn() -> str:
     return str(dsn).replace("postgresql+psycopg://", "postgresql://", 1)
 
 
+def code_files() -> list[Path]:
+    """The repeatable code, in the order it is applied."""
+    return sorted((sql_dir() / "code").glob("[0-9][0-9]_*.sql"))
+
+
+def code_checksum(files: list[Path]) -> str:
+    """sha256 over the names and contents of the code files."""
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _apply_code(connection: Any, revision: str) -> str | None:
+    """Apply every code file unless the code applied last has the same checksum; the
+    checksum applied, or None when nothing changed."""
+    files = code_files()
+    checksum = code_checksum(files)
+    last = connection.execute(
+        text("SELECT checksum FROM timers.installed_code ORDER BY id DESC LIMIT 1")
+    ).scalar()
+    if last == checksum:
+        return None
+    driver = connection.connection.driver_connection
+    for path in files:
+        # No parameters: psycopg uses the simple protocol, so a file may hold many statements.
+        driver.execute(path.read_text(encoding="utf-8"))
+    connection.execute(
+        text("INSERT INTO timers.installed_code (checksum, files, revision) VALUES (:c, :n, :r)"),
+        {"c": checksum, "n": len(files), "r": revision},
+    )
+    return checksum
+
+
+def _head() -> str:
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(config).get_current_head()
+    assert head is not None
+    return head
+
+
 def run_migrations_online() -> None:
-    """Apply the pending revisions in one transaction, under an advisory lock."""
+    """Apply the pending revisions and the code in one transaction, under an advisory lock."""
     engine = engine_for(_dsn())
+    applied: list[str] = []
+    report: dict[str, Any] = config.attributes.setdefault("pgtimers", {})
+
+    def on_apply(*, step: Any, **_: Any) -> None:
+        applied.extend(step.up_revision_ids)
+
     with engine.connect() as connection:
+        # Another install waits for this one; one that does not come within a minute is
+        # held up by someone else's lock: say so rather than wait forever.
+        connection.execute(text("SET LOCAL lock_timeout = '60s'"))
         connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": INSTALL_LOCK_KEY})
+        connection.execute(text("SET LOCAL lock_timeout = 0"))
         connection.execute(text("CREATE SCHEMA IF NOT EXISTS timers"))
         context.configure(
             connection=connection,
             version_table=VERSION_TABLE,
             version_table_schema=VERSION_SCHEMA,
             transactional_ddl=True,
+            on_version_apply=on_apply,
         )
         with context.begin_transaction():
             context.run_migrations()
+            current = connection.execute(
+                text("SELECT version_num FROM timers.alembic_version")
+            ).scalar()
+            # The code needs every table of the head; an intermediate revision is tables only.
+            code = _apply_code(connection, current) if current == _head() else None
         connection.commit()
+    report.update(revisions=applied, code=code, revision=current)
 
 
 if context.is_offline_mode():

@@ -43,10 +43,9 @@ def _with_conn(command: Command) -> Callable[[argparse.Namespace], int]:
 
 def cmd_install(args: argparse.Namespace) -> int:
     """Install or upgrade the timers schema."""
-    from pgtimers.install import install
+    from pgtimers.install import upgrade
 
-    revision = install(resolve_dsn(args.dsn))
-    print(f"pgtimers schema at revision {revision}")
+    print(upgrade(resolve_dsn(args.dsn)).summary())
     return EXIT_OK
 
 

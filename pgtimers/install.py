@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -33,10 +34,38 @@ def engine_for(dsn: str) -> Any:
     )
 
 
+@dataclass(frozen=True)
+class Installed:
+    """What an install or upgrade did."""
+
+    revision: str | None
+    revisions: list[str] = field(default_factory=list)  # the versioned migrations applied
+    code: str | None = None  # the checksum of sql/code/ when it was applied, else None
+
+    def summary(self) -> str:
+        """One line for a person: what was applied, or that nothing was."""
+        if not self.revisions and self.code is None:
+            return f"pgtimers schema at revision {self.revision}: up to date, nothing changed"
+        done = []
+        if self.revisions:
+            first, last = self.revisions[0], self.revisions[-1]
+            done.append(f"migration {first}" if first == last else f"migrations {first}-{last}")
+        if self.code is not None:
+            done.append(f"the code (sha256 {self.code[:12]})")
+        return f"pgtimers schema at revision {self.revision}: applied {' and '.join(done)}"
+
+
+def upgrade(dsn: str, revision: str = "head") -> Installed:
+    """Upgrade the database to `revision` (pending migrations, then the code if it changed)."""
+    cfg = alembic_config(dsn)
+    command.upgrade(cfg, revision)
+    report = cfg.attributes.get("pgtimers", {})
+    return Installed(report.get("revision"), list(report.get("revisions", [])), report.get("code"))
+
+
 def install(dsn: str, revision: str = "head") -> str | None:
     """Upgrade the database to `revision`; returns the revision it is at afterwards."""
-    command.upgrade(alembic_config(dsn), revision)
-    return current_revision(dsn)
+    return upgrade(dsn, revision).revision
 
 
 def current_revision(dsn: str) -> str | None:

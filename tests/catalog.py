@@ -39,6 +39,20 @@ _QUERIES = {
           FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
           JOIN pg_namespace n ON n.oid = c.relnamespace
          WHERE n.nspname = ANY(%(s)s) AND NOT t.tgisinternal ORDER BY 1, 2, 3""",
+    "column_rights_and_comments": """
+        SELECT n.nspname, c.relname, a.attname, a.attacl::text, col_description(c.oid, a.attnum)
+          FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+          JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = ANY(%(s)s) AND a.attnum > 0 AND NOT a.attisdropped
+           AND (a.attacl IS NOT NULL OR col_description(c.oid, a.attnum) IS NOT NULL)
+         ORDER BY 1, 2, 3""",
+    "row_security": """
+        SELECT n.nspname, c.relname, c.relrowsecurity, c.relforcerowsecurity
+          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = ANY(%(s)s) AND c.relkind IN ('r', 'p') ORDER BY 1, 2""",
+    "policies": """
+        SELECT schemaname, tablename, policyname, permissive, roles::text, cmd, qual, with_check
+          FROM pg_policies WHERE schemaname = ANY(%(s)s) ORDER BY 1, 2, 3""",
     "schemas": """
         SELECT nspname, nspacl::text FROM pg_namespace WHERE nspname = ANY(%(s)s) ORDER BY 1""",
     "settings": "SELECT key, value FROM timers.settings ORDER BY key",

@@ -1,4 +1,4 @@
-"""The timers schema, roles and tables.
+"""Roles, schemas and the core tables: settings, test clocks, calendars, timers, runs, audit.
 
 Revision ID: 0001
 Revises:
@@ -15,8 +15,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Apply sql/0001_schema.sql."""
-    apply_sql_file("0001_schema.sql")
+    """Apply sql/migrations/0001_schema.sql."""
+    apply_sql_file("migrations/0001_schema.sql")
 
 
 def downgrade() -> None:

@@ -1,12 +1,10 @@
-"""The schedule engine: parse, validate and compute due times in PL/pgSQL.
+"""The schedule engine (code only: sql/code/02_schedule_grammar.sql, 03_next_due.sql).
 
 Revision ID: 0002
 Revises: 0001
 """
 
 from __future__ import annotations
-
-from pgtimers.migrate import apply_sql_file
 
 revision = "0002"
 down_revision = "0001"
@@ -15,8 +13,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Apply sql/0002_schedule.sql."""
-    apply_sql_file("0002_schedule.sql")
+    """Nothing versioned: this revision changed code only, which every upgrade applies whole."""
 
 
 def downgrade() -> None:

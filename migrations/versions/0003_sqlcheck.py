@@ -1,12 +1,10 @@
-"""Save-time checks of a timer's SQL: size, parse, refused statements.
+"""Save-time checks of a timer's SQL (code only: sql/code/04_sql_checks.sql).
 
 Revision ID: 0003
 Revises: 0002
 """
 
 from __future__ import annotations
-
-from pgtimers.migrate import apply_sql_file
 
 revision = "0003"
 down_revision = "0002"
@@ -15,8 +13,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Apply sql/0003_sqlcheck.sql."""
-    apply_sql_file("0003_sqlcheck.sql")
+    """Nothing versioned: this revision changed code only, which every upgrade applies whole."""
 
 
 def downgrade() -> None:

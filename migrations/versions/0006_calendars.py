@@ -1,12 +1,10 @@
-"""Trading calendars: week eras, holidays, extra trading days, and their timers.
+"""Trading calendars (code only: sql/code/05_calendars.sql).
 
 Revision ID: 0006
 Revises: 0005
 """
 
 from __future__ import annotations
-
-from pgtimers.migrate import apply_sql_file
 
 revision = "0006"
 down_revision = "0005"
@@ -15,8 +13,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Apply sql/0006_calendars.sql."""
-    apply_sql_file("0006_calendars.sql")
+    """Nothing versioned: this revision changed code only, which every upgrade applies whole."""
 
 
 def downgrade() -> None:

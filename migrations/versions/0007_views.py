@@ -1,12 +1,10 @@
-"""Views for psql: recent runs, and trouble first.
+"""Views for psql (code only: sql/code/17_views.sql).
 
 Revision ID: 0007
 Revises: 0006
 """
 
 from __future__ import annotations
-
-from pgtimers.migrate import apply_sql_file
 
 revision = "0007"
 down_revision = "0006"
@@ -15,8 +13,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Apply sql/0007_views.sql."""
-    apply_sql_file("0007_views.sql")
+    """Nothing versioned: this revision changed code only, which every upgrade applies whole."""
 
 
 def downgrade() -> None:

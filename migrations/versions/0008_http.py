@@ -1,12 +1,10 @@
-"""HTTP support in SQL: keep data for (drop old partitions of range-partitioned tables).
+"""Keep data for: dropping old partitions (code only: sql/code/16_retention.sql).
 
 Revision ID: 0008
 Revises: 0007
 """
 
 from __future__ import annotations
-
-from pgtimers.migrate import apply_sql_file
 
 revision = "0008"
 down_revision = "0007"
@@ -15,8 +13,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Apply sql/0008_http.sql."""
-    apply_sql_file("0008_http.sql")
+    """Nothing versioned: this revision changed code only, which every upgrade applies whole."""
 
 
 def downgrade() -> None:

@@ -1,12 +1,10 @@
-"""Keyed timers fire faster on test clocks: the advance naps for the time the stop should take.
+"""Keyed fires on test clocks, faster (code only: sql/code/13_test_clocks.sql).
 
 Revision ID: 0011
 Revises: 0010
 """
 
 from __future__ import annotations
-
-from pgtimers.migrate import apply_sql_file
 
 revision = "0011"
 down_revision = "0010"
@@ -15,8 +13,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Apply sql/0011_keyed_speed.sql."""
-    apply_sql_file("0011_keyed_speed.sql")
+    """Nothing versioned: this revision changed code only, which every upgrade applies whole."""
 
 
 def downgrade() -> None:

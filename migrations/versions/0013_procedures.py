@@ -1,12 +1,10 @@
-"""Thin shells for CALL timers.run and timers.advance_test_clock (they COMMIT).
+"""The procedures that COMMIT become thin shells (code only).
 
 Revision ID: 0013
 Revises: 0012
 """
 
 from __future__ import annotations
-
-from pgtimers.migrate import apply_sql_file
 
 revision = "0013"
 down_revision = "0012"
@@ -15,8 +13,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Apply sql/0013_procedures.sql."""
-    apply_sql_file("0013_procedures.sql")
+    """Nothing versioned: this revision changed code only, which every upgrade applies whole."""
 
 
 def downgrade() -> None:

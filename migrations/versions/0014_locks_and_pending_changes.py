@@ -1,4 +1,4 @@
-"""Security: a run's settings undone, no advisory locks, cut errors, running timers stopped.
+"""Locks only pgtimers can take (timers.locks), runner identity, changes of running timers.
 
 Revision ID: 0014
 Revises: 0013
@@ -15,8 +15,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Apply sql/0014_security.sql."""
-    apply_sql_file("0014_security.sql")
+    """Apply sql/migrations/0014_locks_and_pending_changes.sql."""
+    apply_sql_file("migrations/0014_locks_and_pending_changes.sql")
 
 
 def downgrade() -> None:

@@ -1,22 +1,22 @@
-"""The runner's claim and bookkeeping functions, test clocks, run-now.
+"""The checksum of the code applied last (timers.installed_code); the code moves to sql/code.
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0015
+Revises: 0014
 """
 
 from __future__ import annotations
 
 from pgtimers.migrate import apply_sql_file
 
-revision = "0005"
-down_revision = "0004"
+revision = "0015"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    """Apply sql/0005_runner.sql."""
-    apply_sql_file("0005_runner.sql")
+    """Apply sql/migrations/0015_installed_code.sql."""
+    apply_sql_file("migrations/0015_installed_code.sql")
 
 
 def downgrade() -> None:

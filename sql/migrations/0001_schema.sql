@@ -1,7 +1,10 @@
+-- pgtimers migration 0001: schema.
+--
+-- Versioned: applied once, in order, and frozen once released (docs/design.md).
+
 -- pgtimers 0001: schema, roles, tables.
 -- Everything lives in schema timers; the per-owner executors live in timers_exec,
 -- a schema no timer owner can reach by name (see docs/security.md).
-
 DO $roles$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'pgtimers_reader') THEN
@@ -20,17 +23,15 @@ END
 $roles$;
 
 CREATE SCHEMA IF NOT EXISTS timers;
+
 CREATE SCHEMA IF NOT EXISTS timers_exec;
-REVOKE ALL ON SCHEMA timers FROM PUBLIC;
-REVOKE ALL ON SCHEMA timers_exec FROM PUBLIC;
-GRANT USAGE ON SCHEMA timers TO pgtimers_reader, pgtimers_runner;
-GRANT USAGE ON SCHEMA timers_exec TO pgtimers_runner;
 
 -- Key/value settings of this database's timers (default zone, history retention).
 CREATE TABLE timers.settings (
     key   text PRIMARY KEY,
     value text NOT NULL
 );
+
 INSERT INTO timers.settings (key, value) VALUES
     ('timezone', 'UTC'),
     ('runs_retention', '30 days');
@@ -52,6 +53,7 @@ CREATE TABLE timers.calendars (
     created_at  timestamptz NOT NULL DEFAULT now(),
     updated_at  timestamptz NOT NULL DEFAULT now()
 );
+
 CREATE UNIQUE INDEX calendars_name_ci ON timers.calendars (lower(name));
 
 -- One row per era: from from_day on, the calendar trades on the days of the mask
@@ -112,7 +114,9 @@ CREATE TABLE timers.timers (
     caught_up        bigint NOT NULL DEFAULT 0,
     CONSTRAINT timers_name_rule CHECK (name ~ '^[A-Za-z0-9_-]{1,64}$')
 );
+
 CREATE UNIQUE INDEX timers_name_ci ON timers.timers (lower(name));
+
 -- The due-set index: only armed timers are in it, so claiming never scans the rest.
 CREATE INDEX timers_due ON timers.timers (next_due_at, id)
     WHERE next_due_at IS NOT NULL;
@@ -132,7 +136,9 @@ CREATE TABLE timers.runs (
     reason      text NOT NULL DEFAULT '',
     runner      text NOT NULL DEFAULT ''
 );
+
 CREATE INDEX runs_timer_started ON timers.runs (timer_id, started_at DESC);
+
 CREATE INDEX runs_started ON timers.runs (started_at);
 
 CREATE TABLE timers.audit (
@@ -144,16 +150,5 @@ CREATE TABLE timers.audit (
     object    text NOT NULL,
     detail    jsonb NOT NULL DEFAULT '{}'
 );
-CREATE INDEX audit_at ON timers.audit (at);
 
--- Nobody writes these tables directly: changes go through timers.* functions.
-REVOKE ALL ON ALL TABLES IN SCHEMA timers FROM PUBLIC;
-GRANT SELECT ON timers.runs, timers.settings, timers.test_clocks,
-    timers.calendars, timers.calendar_weeks, timers.calendar_days TO pgtimers_reader;
--- The audit holds every saved SQL text: admins only.
-GRANT SELECT ON timers.audit TO pgtimers_admin;
-GRANT SELECT, UPDATE ON timers.timers TO pgtimers_runner;
-GRANT SELECT, UPDATE ON timers.test_clocks TO pgtimers_runner;
-GRANT SELECT, INSERT, DELETE ON timers.runs TO pgtimers_runner;
-GRANT SELECT ON timers.settings, timers.calendars, timers.calendar_weeks,
-    timers.calendar_days TO pgtimers_runner;
+CREATE INDEX audit_at ON timers.audit (at);

@@ -1,22 +1,22 @@
-"""Keyed occurrence timers: arm, move, hold, resume, repin, fire once in tick order, test clocks.
+"""The runner: a catch-up column, the due indexes, timers.runners and timers.run_requests.
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0005
+Revises: 0004
 """
 
 from __future__ import annotations
 
 from pgtimers.migrate import apply_sql_file
 
-revision = "0009"
-down_revision = "0008"
+revision = "0005"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    """Apply sql/0009_keyed.sql."""
-    apply_sql_file("0009_keyed.sql")
+    """Apply sql/migrations/0005_runners_and_requests.sql."""
+    apply_sql_file("migrations/0005_runners_and_requests.sql")
 
 
 def downgrade() -> None:

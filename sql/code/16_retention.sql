@@ -1,9 +1,46 @@
--- pgtimers 0008: "Keep data for..." — drop whole old partitions of range-partitioned
--- tables on a schedule, never single rows. The console's form calls
--- timers.keep_data_for; psql users can call it (and timers.drop_old_partitions) too.
+-- pgtimers code: retention: history pruning and dropping old partitions.
 --
--- Both are SECURITY INVOKER: the caller's (and, in a run, the timer owner's)
--- privileges decide whether a partition may be detached and dropped.
+-- Repeatable: applied whole on every install and upgrade, after the versioned
+-- migrations (docs/design.md). Each object here is defined in this file only.
+
+-- Retention (as before; one pruner at a time by timers.locks 'prune').
+CREATE OR REPLACE FUNCTION timers._prune() RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_keep interval;
+    v_runs bigint := 0;
+    v_batch bigint;
+    v_requests bigint;
+BEGIN
+    PERFORM 1 FROM timers.locks k WHERE k.name = 'prune' FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    v_keep := coalesce((SELECT value::interval FROM timers.settings WHERE key = 'runs_retention'),
+                       interval '30 days');
+    -- caller tickets left by transactions that have ended (a call that checked rights but
+    -- then acted for nobody leaves one)
+    DELETE FROM timers.callers WHERE xid < pg_snapshot_xmin(pg_current_snapshot());
+    LOOP
+        DELETE FROM timers.runs WHERE id IN (
+            SELECT id FROM timers.runs WHERE started_at < now() - v_keep LIMIT 10000);
+        GET DIAGNOSTICS v_batch = ROW_COUNT;
+        v_runs := v_runs + v_batch;
+        EXIT WHEN v_batch < 10000;
+    END LOOP;
+    UPDATE timers.run_requests
+       SET finished_at = clock_timestamp(),
+           result = jsonb_build_object('name', timer, 'finished', false, 'ok', NULL,
+                                       'error', 'no runner took the request within 5 minutes',
+                                       'took_ms', 0, 'rows', 0)
+     WHERE finished_at IS NULL AND requested_at < now() - interval '5 minutes';
+    DELETE FROM timers.run_requests WHERE finished_at < now() - interval '1 day';
+    GET DIAGNOSTICS v_requests = ROW_COUNT;
+    RETURN jsonb_build_object('runs', v_runs, 'run_requests', v_requests, 'retention', v_keep::text);
+END
+$$;
 
 -- The partition key column type of a table keep_data_for can work on; raises a
 -- clear error for anything else (not partitioned, not by range, wrong key).
@@ -50,6 +87,7 @@ BEGIN
 END
 $$;
 
+-- A retention span for keep_data_for: at least a day.
 CREATE OR REPLACE FUNCTION timers._check_keep(p_keep interval) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path = pg_catalog, pg_temp
@@ -112,6 +150,9 @@ BEGIN
 END
 $$;
 
+COMMENT ON FUNCTION timers.drop_old_partitions(regclass, interval) IS
+    'Detach and drop the partitions of a range-partitioned table whose every row is older than now() - keep; returns their names. Never deletes single rows.';
+
 -- The name of a table's keep timer: keep_<table>, or keep_<schema>_<table>
 -- outside public; only the characters a timer name may have, at most 64.
 CREATE OR REPLACE FUNCTION timers._keep_timer_name(p_table regclass) RETURNS text
@@ -157,12 +198,31 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION timers.drop_old_partitions(regclass, interval) IS
-    'Detach and drop the partitions of a range-partitioned table whose every row is older than now() - keep; returns their names. Never deletes single rows.';
 COMMENT ON FUNCTION timers.keep_data_for(regclass, interval, text) IS
     'Save the timer keep_<table> that runs timers.drop_old_partitions(table, keep) on schedule (default monthly 1 02:00). Needs pgtimers_admin and the table''s ownership.';
 
-REVOKE ALL ON FUNCTION timers.drop_old_partitions(regclass, interval),
-    timers.keep_data_for(regclass, interval, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION timers.drop_old_partitions(regclass, interval),
-    timers.keep_data_for(regclass, interval, text) TO pgtimers_admin;
+-- ---------------------------------------------------------------------------
+-- Rights
+-- ---------------------------------------------------------------------------
+REVOKE ALL ON FUNCTION
+    timers._prune(),
+    timers._keep_key_type(regclass),
+    timers._check_keep(interval),
+    timers._partition_upper(regclass),
+    timers.drop_old_partitions(regclass,interval),
+    timers._keep_timer_name(regclass),
+    timers.keep_data_for(regclass,interval,text)
+    FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
+GRANT EXECUTE ON FUNCTION
+    timers._prune()
+    TO pgtimers_runner;
+GRANT EXECUTE ON FUNCTION
+    timers._keep_key_type(regclass),
+    timers._check_keep(interval),
+    timers._partition_upper(regclass),
+    timers._keep_timer_name(regclass)
+    TO PUBLIC;
+GRANT EXECUTE ON FUNCTION
+    timers.drop_old_partitions(regclass,interval),
+    timers.keep_data_for(regclass,interval,text)
+    TO pgtimers_admin;

@@ -1,4 +1,4 @@
-"""Timers.save/enable/delete/status, audit and notifications.
+"""Caller tickets: timers.callers with row-level security.
 
 Revision ID: 0004
 Revises: 0003
@@ -15,8 +15,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Apply sql/0004_api.sql."""
-    apply_sql_file("0004_api.sql")
+    """Apply sql/migrations/0004_callers.sql."""
+    apply_sql_file("migrations/0004_callers.sql")
 
 
 def downgrade() -> None:

@@ -1,4 +1,4 @@
-"""Hardening: safe names in messages, a deeper SQL check, the runner runs saved SQL only.
+"""Each timer keeps its owner's oid: a rename never hands it to another role.
 
 Revision ID: 0012
 Revises: 0011
@@ -15,8 +15,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Apply sql/0012_hardening.sql."""
-    apply_sql_file("0012_hardening.sql")
+    """Apply sql/migrations/0012_owner_oids.sql."""
+    apply_sql_file("migrations/0012_owner_oids.sql")
 
 
 def downgrade() -> None:

@@ -1,4 +1,4 @@
-"""Keyed timers: calendar edits re-roll their dates, policy changes re-arm silence spans.
+"""Keyed re-arms: timers.keyed_policies and the calendar and policy columns of keyed timers.
 
 Revision ID: 0010
 Revises: 0009
@@ -15,8 +15,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Apply sql/0010_keyed_rearm.sql."""
-    apply_sql_file("0010_keyed_rearm.sql")
+    """Apply sql/migrations/0010_keyed_policies.sql."""
+    apply_sql_file("migrations/0010_keyed_policies.sql")
 
 
 def downgrade() -> None:

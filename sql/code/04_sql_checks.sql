@@ -1,34 +1,7 @@
--- pgtimers 0003_sqlcheck: save-time checks of a timer's name and SQL.
+-- pgtimers code: save-time checks of names and of a timer's SQL.
 --
---   timers._check_name(name)  -> the name, or 22023
---   timers._check_sql(sql)    -> nothing, or 22023 (empty), 54000 (over 64 KB),
---                                42601 (does not parse, or a psql meta-command;
---                                names line and column), 42501 (a refused
---                                statement; names it, why, and where)
---
--- The SQL is parsed by PostgreSQL's own raw parser (syntax only: the tables it
--- names need not exist yet), then a lexer written here splits it into top-level
--- statements and looks at the first words of each one. Only statement heads are
--- inspected: text inside strings, dollar quotes, comments and DO bodies never
--- triggers a refusal. That is a convenience, not the guard: a timer's SQL runs
--- inside a SECURITY DEFINER function owned by its owner (0004/0005), where
--- PostgreSQL itself refuses SET ROLE, SET SESSION AUTHORIZATION (also through
--- set_config(), or dynamic SQL in a DO block) and COMMIT/ROLLBACK (also in a
--- procedure it calls). The check here turns those run-time failures, and
--- statements that cannot work in a run at all, into a clear message at save.
---
--- The lexer is regular expressions run once over the text (regexp_matches with
--- 'g', whose matches tile it), a little PL/pgSQL for what is not regular (dollar
--- quotes, nested comments), and set-based SQL for the rest: linear in the text;
--- 64 KB of dense SQL is checked in a few tens of milliseconds.
---
--- The _sql_* functions are internal helpers of _check_sql:
---   _sql_lex_pattern, _sql_dollar_delimiters, _sql_comment_delimiters, _sql_tokens:
---     the lexer (tokens of a text, fine or coarse)
---   _sql_code: the text with comments and literals blanked out
---   _sql_statements, _sql_continued, _sql_refused_words, _sql_refusal: statements
---     and which of them are refused
---   _sql_parse_error, _sql_error_position, _sql_line_col: parse errors and where
+-- Repeatable: applied whole on every install and upgrade, after the versioned
+-- migrations (docs/design.md). Each object here is defined in this file only.
 
 -- The lexer's regular expression. Every alternative consumes at least one
 -- character and the last one any character, so the matches of
@@ -441,7 +414,8 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 SELECT ARRAY['CREATE', 'DROP', 'ALTER', 'GRANT', 'REVOKE', 'SET', 'RESET', 'DISCARD',
              'BEGIN', 'START', 'COMMIT', 'END', 'ROLLBACK', 'ABORT', 'SAVEPOINT', 'RELEASE',
-             'PREPARE', 'VACUUM', 'REINDEX', 'CLUSTER', 'LISTEN', 'UNLISTEN', 'LOAD', 'COPY']
+             'PREPARE', 'DEALLOCATE', 'EXECUTE', 'DECLARE',
+             'VACUUM', 'REINDEX', 'CLUSTER', 'LISTEN', 'UNLISTEN', 'LOAD', 'COPY']
 $fn$;
 
 -- The code of a text: the text with every comment, string constant and dollar
@@ -604,13 +578,16 @@ $fn$;
 -- LOAD), the owner's identity (role statements, GRANT/REVOKE of roles, SET/RESET
 -- ROLE, SET/RESET SESSION AUTHORIZATION), the run's transaction (transaction
 -- control, savepoints) or the runner's session (SET SESSION CHARACTERISTICS,
--- RESET ALL, DISCARD, LISTEN/UNLISTEN), and statements PostgreSQL cannot run
--- inside a transaction (VACUUM, ... CONCURRENTLY, REINDEX SCHEMA/DATABASE/SYSTEM,
--- CLUSTER of every table).
+-- RESET ALL, DISCARD, LISTEN/UNLISTEN, PREPARE/DEALLOCATE/EXECUTE: prepared
+-- statements share one namespace with the driver's; DECLARE ... WITH HOLD: the
+-- cursor's query runs at COMMIT, outside the executor), and statements PostgreSQL
+-- cannot run inside a transaction (VACUUM, ... CONCURRENTLY, REINDEX
+-- SCHEMA/DATABASE/SYSTEM, CLUSTER of every table).
 -- Allowed on purpose: plain SET/RESET of other settings (search_path, work_mem, ...),
 -- CHECKPOINT (permission-checked by PostgreSQL: superusers and pg_checkpoint), ANALYZE,
 -- REFRESH MATERIALIZED VIEW CONCURRENTLY, REASSIGN/DROP OWNED (permission-checked),
--- CREATE/ALTER/DROP USER MAPPING, PREPARE/EXECUTE, NOTIFY, CALL, DO.
+-- CREATE/ALTER/DROP USER MAPPING, DECLARE without HOLD, NOTIFY, CALL, DO (its body is
+-- read by _sql_scan).
 CREATE OR REPLACE FUNCTION timers._sql_refusal(head text[], has_on boolean,
                                                OUT statement text, OUT reason text)
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -730,8 +707,9 @@ BEGIN
         ELSE
             -- A prepared statement would outlive the run on the runner's shared session.
             statement := 'PREPARE';
-            reason := 'a prepared statement would outlive the run in the runner''s session;'
-                      ' run the statement directly, or use a function';
+            reason := 'a prepared statement would outlive the run in the runner''s session, and could'
+                      ' take the name of one the runner executes next; run the statement directly,'
+                      ' or use a function';
         END IF;
     WHEN 'SAVEPOINT' THEN
         statement := 'SAVEPOINT';
@@ -739,6 +717,22 @@ BEGIN
     WHEN 'RELEASE' THEN
         statement := 'RELEASE SAVEPOINT';
         reason := r_savepoint;
+    WHEN 'DEALLOCATE' THEN
+        statement := 'DEALLOCATE';
+        reason := 'it would drop prepared statements of the runner''s session, which outlives the run'
+                  ' (a timer cannot PREPARE its own)';
+    WHEN 'EXECUTE' THEN
+        statement := 'EXECUTE';
+        reason := 'it would run a prepared statement of the runner''s session (a timer cannot PREPARE'
+                  ' its own); run the statement directly, or use a function';
+    WHEN 'DECLARE' THEN
+        j := array_position(head, 'HOLD');
+        IF j > 1 AND head[j - 1] = 'WITH'
+           AND (array_position(head, 'FOR') IS NULL OR array_position(head, 'FOR') > j) THEN
+            statement := 'DECLARE ... WITH HOLD';
+            reason := 'a holdable cursor''s query runs at COMMIT, after the SQL has returned, as the'
+                      ' runner rather than the timer''s owner; declare the cursor without WITH HOLD';
+        END IF;
     WHEN 'VACUUM' THEN
         statement := 'VACUUM';
         reason := r_no_block || ' (ANALYZE can)';
@@ -942,19 +936,14 @@ RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-DECLARE
-    shown text;
 BEGIN
     IF name ~ '^[A-Za-z0-9_-]{1,64}$' THEN
         RETURN name;
     END IF;
-    -- quoted as a literal, control characters made visible, huge names cut short
-    shown := CASE WHEN length(name) > 80 THEN left(name, 80) || '…' ELSE name END;
-    shown := quote_nullable(regexp_replace(shown, '[\x01-\x1f\x7f]', '?', 'g'));
     RAISE EXCEPTION USING
         ERRCODE = 'invalid_parameter_value',
         MESSAGE = format('bad timer name %s%s: use 1 to 64 letters, digits, "_" and "-"',
-                         shown,
+                         timers._shown(name),
                          CASE WHEN length(name) > 64 THEN format(' (%s characters)', length(name)) END);
 END
 $fn$;
@@ -974,6 +963,7 @@ DECLARE
     p integer;
     s record;
     refusal record;
+    deep record;
     found_any boolean := false;
 BEGIN
     IF sql IS NULL THEN
@@ -1023,38 +1013,330 @@ BEGIN
     IF NOT found_any THEN
         RAISE EXCEPTION 'the timer''s SQL is empty' USING ERRCODE = 'invalid_parameter_value';
     END IF;
+
+    -- dblink calls anywhere, and what DO blocks and routine bodies hold. Only text
+    -- that can hold one of them is read again: a call names dblink (or is a
+    -- U&"..." name), a body follows DO, FUNCTION or PROCEDURE (keywords cannot be
+    -- escaped).
+    IF sql ~* 'dblink|u&|\m(do|function|procedure)\M' THEN
+        deep := timers._sql_scan(sql, false);
+        IF deep.statement IS NOT NULL THEN
+            RAISE EXCEPTION 'the timer''s SQL may not use %: % (%)',
+                deep.statement, deep.reason, timers._sql_line_col(sql, deep.pos)
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
+    END IF;
 END
 $fn$;
 
+-- The value of one string constant, given as the tokens of _sql_tokens that make
+-- it up: a '..', E'..' or $tag$..$tag$ token, and the '..' tokens that continue a
+-- quoted one on the next lines (they follow the first one's escape rules). With
+-- p_unicode, the tokens are of U&'..' (p_escape: its UESCAPE character, default
+-- '\'). NULL when they are not a string constant PostgreSQL would read.
+-- E'..' and U&'..' are read by PostgreSQL itself, from a literal rebuilt here and
+-- checked to be exactly one string constant.
+CREATE OR REPLACE FUNCTION timers._sql_string_value(parts text[], p_unicode boolean DEFAULT false,
+                                                    p_escape text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on
+AS $fn$
+DECLARE
+    v_first constant text := parts[1];
+    v_tag text;
+    v_inner text := '';
+    v_literal text;
+    v_value text;
+    v_part text;
+    i integer;
+BEGIN
+    IF v_first IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF starts_with(v_first, '$') THEN
+        -- a dollar quote is never continued
+        v_tag := substring(v_first FROM '^\$[^$]*\$');
+        IF v_tag IS NULL OR length(v_first) < 2 * length(v_tag) OR right(v_first, length(v_tag)) <> v_tag THEN
+            RETURN NULL;
+        END IF;
+        RETURN substr(v_first, length(v_tag) + 1, length(v_first) - 2 * length(v_tag));
+    END IF;
+    FOR i IN 1 .. cardinality(parts) LOOP
+        v_part := parts[i];
+        IF i = 1 AND v_first ~ '^[Ee]''' THEN
+            v_part := substr(v_part, 2);
+        END IF;
+        IF v_part !~ '^''[\s\S]*''$' OR length(v_part) < 2 THEN
+            RETURN NULL;
+        END IF;
+        v_inner := v_inner || substr(v_part, 2, length(v_part) - 2);
+    END LOOP;
+    IF v_first ~ '^[Ee]''' THEN
+        v_literal := 'E''' || v_inner || '''';
+        IF v_literal !~ '^E''(?:[^''\\]|''''|\\[\s\S])*''$' THEN
+            RETURN NULL;
+        END IF;
+    ELSIF p_unicode THEN
+        p_escape := coalesce(p_escape, '\');
+        IF v_inner !~ '^(?:[^'']|'''')*$' OR p_escape !~ '^[^0-9A-Fa-f+''"[:space:]]$' THEN
+            RETURN NULL;
+        END IF;
+        v_literal := 'U&''' || v_inner || ''' UESCAPE ''' || p_escape || '''';
+    ELSE
+        IF v_inner !~ '^(?:[^'']|'''')*$' THEN
+            RETURN NULL;
+        END IF;
+        RETURN replace(v_inner, '''''', '''');
+    END IF;
+    BEGIN
+        EXECUTE 'SELECT ' || v_literal INTO v_value;
+    EXCEPTION WHEN OTHERS THEN
+        RETURN NULL;
+    END;
+    RETURN v_value;
+END
+$fn$;
+
+-- What the SQL check refuses beyond statement heads, found by reading the tokens
+-- of a text (_sql_tokens): statement (its name in messages), reason, and pos (the
+-- character position in the text), all NULL when nothing is refused.
+--
+--   * PREPARE and DEALLOCATE statements, and at the top level EXECUTE of a
+--     prepared statement: a prepared statement lives in the runner's session,
+--     which outlives the run and also runs the runner's own statements. Inside a
+--     body (p_context: 'a DO block' or 'the body of a routine') a statement
+--     starts at the start, after ';' or after BEGIN, THEN, ELSE and LOOP; its
+--     EXECUTE is PL/pgSQL's dynamic SQL, not refused.
+--   * Unless p_session_only: a call of dblink(), dblink_exec(), dblink_connect(),
+--     dblink_connect_u(), dblink_send_query() or dblink_open(), plain, quoted,
+--     U&"..." or schema-qualified: it connects to a server as the role of its
+--     connection string, not as the timer's owner.
+--   * The bodies of DO blocks and of CREATE [OR REPLACE] FUNCTION/PROCEDURE ... AS
+--     '...' are read the same way, p_depth levels deep; a body that cannot be read,
+--     or one nested deeper, is refused.
+-- Known limit: the text of dynamic SQL (EXECUTE 'PREPARE ...' in PL/pgSQL, or a
+-- function that exists already) is not read here; timers._exec_as refuses its
+-- prepared statements after the run.
+CREATE OR REPLACE FUNCTION timers._sql_scan(p_text text, p_session_only boolean,
+                                            p_context text DEFAULT NULL, p_depth integer DEFAULT 4,
+                                            OUT statement text, OUT reason text, OUT pos integer)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    dblinks constant text[] := ARRAY['dblink', 'dblink_exec', 'dblink_connect', 'dblink_connect_u',
+                                     'dblink_send_query', 'dblink_open'];
+    -- a name after these words is a table or a routine being defined, not a call
+    not_calls constant text[] := ARRAY['TABLE', 'INTO', 'EXISTS', 'REFERENCES', 'VIEW', 'COPY',
+                                       'FUNCTION', 'PROCEDURE', 'ROUTINE'];
+    r_unread constant text :=
+        'its body could not be read for the check; write it as one dollar-quoted string ($$ ... $$)';
+    toks text[];
+    kinds text[];
+    poss integer[];
+    cand integer[];
+    i integer;
+    j integer;
+    b integer;
+    w text;
+    w2 text;
+    nm text;
+    esc text;
+    uni boolean;
+    at_start boolean;
+    lvl integer;
+    body_at integer;      -- index of the first token of a body's string constant
+    body_ctx text;
+    body_what text;       -- the statement that has the body, in messages
+    parts text[];
+    body text;
+    tag text;
+    sub record;
+    r record;
+BEGIN
+    IF p_text IS NULL OR p_text = '' THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(x.tok ORDER BY x.n), array_agg(x.kind ORDER BY x.n), array_agg(x.pos ORDER BY x.n)
+      INTO toks, kinds, poss
+      FROM timers._sql_tokens(p_text) AS x
+     WHERE x.kind <> 't';
+    -- the tokens worth a look, found set-wise: a loop over every token of 64 KB is slow
+    SELECT array_agg(c.i ORDER BY c.i) INTO cand
+      FROM (SELECT u.i::integer AS i, u.t, u.k, lag(u.t) OVER (ORDER BY u.i) AS p
+              FROM unnest(toks, kinds) WITH ORDINALITY AS u(t, k, i)) c
+     WHERE (c.k = 'w' AND upper(c.t) IN ('PREPARE', 'DEALLOCATE', 'EXECUTE', 'DO', 'CREATE'))
+        OR (NOT p_session_only AND c.k = 'w' AND lower(c.t) = ANY (dblinks))
+        OR (NOT p_session_only AND c.k = 'q' AND (c.t LIKE '%dblink%' OR c.p = '&'));
+
+    FOREACH i IN ARRAY coalesce(cand, '{}'::integer[]) LOOP
+        w := CASE WHEN kinds[i] = 'w' THEN upper(toks[i]) END;
+        at_start := i = 1 OR toks[i - 1] = ';'
+                    OR (p_context IS NOT NULL AND kinds[i - 1] = 'w'
+                        AND upper(toks[i - 1]) IN ('BEGIN', 'THEN', 'ELSE', 'LOOP'));
+        body_at := NULL;
+
+        IF at_start AND w IN ('PREPARE', 'DEALLOCATE', 'EXECUTE') THEN
+            w2 := CASE WHEN kinds[i + 1] = 'w' THEN upper(toks[i + 1]) END;
+            -- PL/pgSQL's EXECUTE runs a string; PREPARE TRANSACTION is transaction control,
+            -- which PostgreSQL refuses in a run by itself
+            CONTINUE WHEN w = 'EXECUTE' AND p_context IS NOT NULL;
+            CONTINUE WHEN w = 'PREPARE' AND w2 = 'TRANSACTION';
+            r := timers._sql_refusal(ARRAY[w, w2], false);
+            statement := r.statement || coalesce(' in ' || p_context, '');
+            reason := r.reason;
+            pos := poss[i];
+            RETURN;
+        ELSIF at_start AND w = 'DO' THEN
+            -- DO [LANGUAGE lang] body [LANGUAGE lang]
+            j := i + 1;
+            WHILE j <= cardinality(toks) AND toks[j] <> ';' LOOP
+                IF kinds[j] = 's' AND NOT (kinds[j - 1] = 'w' AND upper(toks[j - 1]) IN ('LANGUAGE', 'UESCAPE')) THEN
+                    body_at := j;
+                    EXIT;
+                END IF;
+                j := j + 1;
+            END LOOP;
+            body_ctx := 'a DO block';
+            body_what := 'DO';
+        ELSIF at_start AND w = 'CREATE' THEN
+            j := i + 1;
+            IF upper(toks[j]) = 'OR' AND upper(toks[j + 1]) = 'REPLACE' THEN
+                j := j + 2;
+            END IF;
+            IF kinds[j] = 'w' AND upper(toks[j]) IN ('FUNCTION', 'PROCEDURE') THEN
+                body_what := 'CREATE ' || upper(toks[j]);
+                -- the string after AS, outside parentheses
+                lvl := 0;
+                j := j + 1;
+                WHILE j <= cardinality(toks) AND NOT (toks[j] = ';' AND lvl = 0) LOOP
+                    IF toks[j] = '(' THEN
+                        lvl := lvl + 1;
+                    ELSIF toks[j] = ')' THEN
+                        lvl := lvl - 1;
+                    ELSIF lvl = 0 AND kinds[j] = 'w' AND upper(toks[j]) = 'AS' THEN
+                        b := j + 1;
+                        IF kinds[b] = 'w' AND upper(toks[b]) = 'U' AND toks[b + 1] = '&' THEN
+                            b := b + 2;
+                        END IF;
+                        IF kinds[b] = 's' THEN
+                            body_at := b;
+                            EXIT;
+                        END IF;
+                    END IF;
+                    j := j + 1;
+                END LOOP;
+            END IF;
+            body_ctx := 'the body of a routine';
+        ELSIF NOT p_session_only AND kinds[i] IN ('w', 'q') THEN
+            -- a call of one of dblink's connecting functions: its name, then '('
+            j := i + 1;
+            uni := kinds[i] = 'q' AND i > 2 AND toks[i - 1] = '&' AND kinds[i - 2] = 'w'
+                   AND upper(toks[i - 2]) = 'U' AND poss[i - 1] = poss[i - 2] + 1 AND poss[i] = poss[i - 1] + 1;
+            IF kinds[i] = 'w' THEN
+                nm := lower(toks[i]);
+            ELSE
+                nm := replace(substr(toks[i], 2, length(toks[i]) - 2), '""', '"');
+                IF uni THEN
+                    esc := NULL;
+                    IF kinds[j] = 'w' AND upper(toks[j]) = 'UESCAPE' AND kinds[j + 1] = 's' THEN
+                        esc := timers._sql_string_value(ARRAY[toks[j + 1]]);
+                        j := j + 2;
+                    END IF;
+                    nm := timers._sql_string_value(ARRAY['''' || replace(nm, '''', '''''') || ''''], true, esc);
+                END IF;
+            END IF;
+            IF nm = ANY (dblinks) AND toks[j] = '(' THEN
+                -- the word before the (schema-qualified) name
+                b := i - CASE WHEN uni THEN 3 ELSE 1 END;
+                WHILE b > 1 AND toks[b] = '.' AND kinds[b - 1] IN ('w', 'q') LOOP
+                    b := b - 2;
+                END LOOP;
+                IF b < 1 OR kinds[b] <> 'w' OR NOT upper(toks[b]) = ANY (not_calls) THEN
+                    statement := nm || '()' || coalesce(' in ' || p_context, '');
+                    reason := 'it connects to a database server as the role of its connection string, not as'
+                              ' the timer''s owner; a timer works inside its own database';
+                    pos := poss[i];
+                    RETURN;
+                END IF;
+            END IF;
+        END IF;
+
+        CONTINUE WHEN body_at IS NULL;
+        -- the body: its string constant (continued on the next lines, or U&'..' UESCAPE 'c')
+        uni := body_at > 2 AND toks[body_at - 1] = '&' AND kinds[body_at - 2] = 'w'
+               AND upper(toks[body_at - 2]) = 'U' AND poss[body_at - 1] = poss[body_at - 2] + 1
+               AND poss[body_at] = poss[body_at - 1] + 1;
+        parts := ARRAY[toks[body_at]];
+        j := body_at + 1;
+        WHILE kinds[j] = 's' AND starts_with(toks[j], '''') AND NOT starts_with(toks[body_at], '$') LOOP
+            parts := parts || toks[j];
+            j := j + 1;
+        END LOOP;
+        esc := NULL;
+        IF uni AND kinds[j] = 'w' AND upper(toks[j]) = 'UESCAPE' AND kinds[j + 1] = 's' THEN
+            esc := timers._sql_string_value(ARRAY[toks[j + 1]]);
+        END IF;
+        body := timers._sql_string_value(parts, uni, esc);
+        IF body IS NULL OR p_depth <= 0 THEN
+            statement := body_what || coalesce(' in ' || p_context, '');
+            reason := CASE WHEN body IS NULL THEN r_unread
+                           ELSE 'DO blocks and routines nested this deep are not read for the check' END;
+            pos := poss[body_at];
+            RETURN;
+        END IF;
+        sub := timers._sql_scan(body, p_session_only, body_ctx, p_depth - 1);
+        IF sub.statement IS NOT NULL THEN
+            statement := sub.statement;
+            reason := sub.reason;
+            -- the position in this text: exact in a dollar quote, else the string's start
+            tag := substring(toks[body_at] FROM '^\$[^$]*\$');
+            pos := CASE WHEN tag IS NOT NULL THEN poss[body_at] + length(tag) + sub.pos - 1
+                        ELSE poss[body_at] END;
+            RETURN;
+        END IF;
+    END LOOP;
+END
+$fn$;
+
+-- ---------------------------------------------------------------------------
+-- Rights
+-- ---------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION
-    timers._sql_refused_words(),
     timers._sql_lex_pattern(boolean),
     timers._sql_dollar_delimiters(text),
     timers._sql_comment_delimiters(text),
-    timers._sql_tokens(text, boolean),
+    timers._sql_tokens(text,boolean),
+    timers._sql_refused_words(),
     timers._sql_code(text),
-    timers._sql_continued(bigint[], boolean[], text[]),
+    timers._sql_continued(bigint[],boolean[],text[]),
     timers._sql_statements(text),
-    timers._sql_refusal(text[], boolean),
-    timers._sql_line_col(text, integer),
+    timers._sql_refusal(text[],boolean),
+    timers._sql_line_col(text,integer),
     timers._sql_parse_error(text),
-    timers._sql_error_position(text, text),
+    timers._sql_error_position(text,text),
     timers._check_name(text),
-    timers._check_sql(text)
-FROM PUBLIC;
+    timers._check_sql(text),
+    timers._sql_string_value(text[],boolean,text),
+    timers._sql_scan(text,boolean,text,integer)
+    FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
-    timers._sql_refused_words(),
     timers._sql_lex_pattern(boolean),
     timers._sql_dollar_delimiters(text),
     timers._sql_comment_delimiters(text),
-    timers._sql_tokens(text, boolean),
+    timers._sql_tokens(text,boolean),
+    timers._sql_refused_words(),
     timers._sql_code(text),
-    timers._sql_continued(bigint[], boolean[], text[]),
+    timers._sql_continued(bigint[],boolean[],text[]),
     timers._sql_statements(text),
-    timers._sql_refusal(text[], boolean),
-    timers._sql_line_col(text, integer),
+    timers._sql_refusal(text[],boolean),
+    timers._sql_line_col(text,integer),
     timers._sql_parse_error(text),
-    timers._sql_error_position(text, text),
+    timers._sql_error_position(text,text),
     timers._check_name(text),
-    timers._check_sql(text)
-TO pgtimers_admin, pgtimers_runner;
+    timers._check_sql(text),
+    timers._sql_string_value(text[],boolean,text),
+    timers._sql_scan(text,boolean,text,integer)
+    TO pgtimers_admin, pgtimers_runner;

@@ -1,0 +1,24 @@
+"""Keyed occurrence timers: timers.keyed_timers and timers.keyed_events.
+
+Revision ID: 0009
+Revises: 0008
+"""
+
+from __future__ import annotations
+
+from pgtimers.migrate import apply_sql_file
+
+revision = "0009"
+down_revision = "0008"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    """Apply sql/migrations/0009_keyed_timers.sql."""
+    apply_sql_file("migrations/0009_keyed_timers.sql")
+
+
+def downgrade() -> None:
+    """pgtimers migrations are forward-only."""
+    raise RuntimeError("pgtimers migrations are forward-only")

@@ -1,0 +1,83 @@
+-- pgtimers code: who may use pgtimers' schemas and tables, and what each table is.
+--
+-- Repeatable: applied whole on every install and upgrade, after the versioned
+-- migrations (docs/design.md). Rights are taken away first, then granted, so what
+-- a database ends with is exactly what this file says.
+
+REVOKE ALL ON SCHEMA timers, timers_exec FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
+GRANT USAGE ON SCHEMA timers TO pgtimers_reader, pgtimers_runner;
+REVOKE ALL ON ALL TABLES IN SCHEMA timers FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
+
+GRANT SELECT ON timers.audit TO pgtimers_admin;
+GRANT SELECT ON timers.calendar_days TO pgtimers_reader;
+GRANT SELECT ON timers.calendar_days TO pgtimers_runner;
+GRANT SELECT ON timers.calendar_weeks TO pgtimers_reader;
+GRANT SELECT ON timers.calendar_weeks TO pgtimers_runner;
+GRANT SELECT ON timers.calendars TO pgtimers_reader;
+GRANT SELECT ON timers.calendars TO pgtimers_runner;
+GRANT INSERT ON timers.callers TO pgtimers_admin;
+GRANT SELECT, DELETE ON timers.callers TO pgtimers_runner;
+GRANT SELECT ON timers.keyed_events TO pgtimers_reader;
+GRANT SELECT, INSERT ON timers.keyed_events TO pgtimers_runner;
+GRANT SELECT ON timers.keyed_policies TO pgtimers_reader;
+GRANT SELECT ON timers.keyed_policies TO pgtimers_runner;
+GRANT SELECT ON timers.keyed_timers TO pgtimers_runner;
+GRANT SELECT ON timers.locks TO pgtimers_runner;
+GRANT SELECT ON timers.pending_changes TO pgtimers_runner;
+GRANT SELECT, DELETE ON timers.run_requests TO pgtimers_runner;
+GRANT SELECT ON timers.runners TO pgtimers_reader;
+GRANT SELECT, INSERT, UPDATE, DELETE ON timers.runners TO pgtimers_runner;
+GRANT SELECT ON timers.runs TO pgtimers_reader;
+GRANT SELECT, INSERT, DELETE ON timers.runs TO pgtimers_runner;
+GRANT SELECT ON timers.settings TO pgtimers_reader;
+GRANT SELECT ON timers.settings TO pgtimers_runner;
+GRANT SELECT ON timers.test_clocks TO pgtimers_reader;
+GRANT SELECT ON timers.test_clocks TO pgtimers_runner;
+GRANT SELECT ON timers.timers TO pgtimers_runner;
+GRANT UPDATE (status, fired_at, late_by, attempt, wakes, commit, superseded_by, superseded_at, cause, ok, error, sqlstate, rows, took_ms, updated_at)
+    ON timers.keyed_timers TO pgtimers_runner;
+GRANT UPDATE (note)
+    ON timers.locks TO pgtimers_runner;
+GRANT UPDATE (finished_at, result)
+    ON timers.run_requests TO pgtimers_runner;
+GRANT UPDATE (next_due_at, expired, last_due_at, last_run_at, last_late_ms, max_late_ms, last_ok, last_error, last_took_ms, last_rows, runs, scheduled_runs, failures, skipped, last_skip_at, last_skip_reason, caught_up, catch_up_due_at)
+    ON timers.timers TO pgtimers_runner;
+
+COMMENT ON TABLE timers.runners IS
+    'Runners serving this database; a runner is live while its session holds the shared advisory lock (28776, 0).';
+COMMENT ON TABLE timers.run_requests IS
+    'Run-now requests of CALL timers.run, with the result the runner wrote.';
+COMMENT ON TABLE timers.timers IS
+    'The timers (raw rows; read timers.status). Changed only through timers.save/enable/delete and the runner.';
+COMMENT ON TABLE timers.runs IS
+    'History: one row per run or skipped due time (kind, due_at, took_ms, late_ms, ok, error, reason); kept runs_retention.';
+COMMENT ON TABLE timers.audit IS
+    'One row per change: save, run-now, enable/disable, delete, calendar and test-clock changes, unlock (admins only).';
+COMMENT ON TABLE timers.settings IS
+    'Settings of this database''s timers: timezone (timers.set_timezone), runs_retention.';
+COMMENT ON TABLE timers.test_clocks IS
+    'Frozen clocks for tests (timers.create_test_clock / advance_test_clock / delete_test_clock).';
+COMMENT ON TABLE timers.calendars IS
+    'Trading calendars and their known range (valid_from .. valid_until).';
+COMMENT ON TABLE timers.calendar_weeks IS
+    'Week eras of a calendar: from from_day on it trades on the days of the mask (bit 0 = Sunday).';
+COMMENT ON TABLE timers.calendar_days IS
+    'Exceptions to a calendar''s week: holidays (trading = false) and extra trading days.';
+COMMENT ON TABLE timers.callers IS
+    'Caller tickets: proof, within one transaction, of the role that called a public timers.* function.';
+COMMENT ON TABLE timers.alembic_version IS
+    'pgtimers'' own alembic revision (never the application''s alembic_version).';
+COMMENT ON TABLE timers.keyed_timers IS
+    'Keyed occurrence timers (seed 000): read them through view timers.keyed; change them with timers.arm/move/hold/resume/repin.';
+COMMENT ON TABLE timers.keyed_events IS
+    'One row per arm, re-arm (with its cause), fire, supersede, hold, resume and void of a keyed timer.';
+COMMENT ON TABLE timers.keyed_policies IS
+    'Named silence spans of keyed timers; change one with timers.set_policy, which re-arms its timers.';
+COMMENT ON COLUMN timers.timers.owner_oid IS
+    'The oid of the role that saved the timer (owner is its name then): a rename never hands the timer to another role.';
+COMMENT ON COLUMN timers.keyed_timers.owner_oid IS
+    'The oid of the role that armed (or repinned) the timer.';
+COMMENT ON TABLE timers.locks IS
+    'Row locks of pgtimers'' coordination (runner start, pruning, one keyed fire per clock); only pgtimers'' roles can take them.';
+COMMENT ON TABLE timers.pending_changes IS
+    'Changes asked for while the timer ran (disable, enable, delete): applied when its run ends.';

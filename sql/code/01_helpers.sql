@@ -1,0 +1,163 @@
+-- pgtimers code: small helpers shared by every concept: instants as text, spans as ms,
+-- messages, the clocks and zones of a timer.
+--
+-- Repeatable: applied whole on every install and upgrade, after the versioned
+-- migrations (docs/design.md). Each object here is defined in this file only.
+
+-- UTC offset of a zone at an instant (e.g. +05:45 for Asia/Kathmandu).
+CREATE OR REPLACE FUNCTION timers._utc_offset(t timestamptz, zone text) RETURNS interval
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT pg_catalog.timezone(zone, t) OPERATOR(pg_catalog.-) pg_catalog.timezone('UTC', t) $$;
+
+-- Index of the lowest set bit of a non-negative bigint (NULL for 0).
+CREATE OR REPLACE FUNCTION timers._lowbit(x bigint) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+        SELECT CASE WHEN x OPERATOR(pg_catalog.=) 0 THEN NULL
+                    ELSE pg_catalog.bit_count(((x OPERATOR(pg_catalog.&) (OPERATOR(pg_catalog.-) x))
+                                                OPERATOR(pg_catalog.-) 1)::bit(64))::integer END
+    $$;
+
+-- The database's default zone (timers.set_timezone), else UTC.
+CREATE OR REPLACE FUNCTION timers._default_zone() RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$ SELECT coalesce((SELECT value FROM timers.settings WHERE key = 'timezone'), 'UTC') $$;
+
+-- The zone a timer's wall times are read in: its own, else the database default.
+CREATE OR REPLACE FUNCTION timers._zone(p_timezone text) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$ SELECT coalesce(p_timezone, timers._default_zone()) $$;
+
+-- The time a timer lives on: its test clock's frozen time, else the server's.
+CREATE OR REPLACE FUNCTION timers._now(p_test_clock text) RETURNS timestamptz
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT CASE WHEN p_test_clock IS NULL THEN now()
+                    ELSE (SELECT c.now FROM timers.test_clocks c WHERE c.name = p_test_clock) END
+    $$;
+
+-- ISO 8601 in UTC, e.g. 2027-01-04T09:00:00Z (fraction only when there is one).
+CREATE OR REPLACE FUNCTION timers._iso(p_at timestamptz) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT to_char(p_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')
+            || CASE WHEN date_trunc('second', p_at) = p_at THEN ''
+                    ELSE rtrim(to_char(p_at AT TIME ZONE 'UTC', '.US'), '0') END
+            || 'Z'
+    $$;
+
+-- A span as whole milliseconds, never negative.
+CREATE OR REPLACE FUNCTION timers._ms(p_span interval) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$ SELECT greatest(0, round(extract(epoch FROM p_span) * 1000))::bigint $$;
+
+-- The rows of a skip event written one per due time up to this many; a larger
+-- gap (an `every 1s` timer down for a week) is one summary row.
+CREATE OR REPLACE FUNCTION timers._skip_rows_cap() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT 100 $$;
+
+-- A procedure that commits cannot run inside a transaction block. The run-now
+-- and advance procedures find out first: inside an exception block COMMIT always
+-- fails, and its message tells a transaction block (atomic context: "invalid
+-- transaction termination") from a plain CALL ("cannot commit while a
+-- subtransaction is active"). plpgsql_check flags that COMMIT, on purpose here.
+CREATE OR REPLACE FUNCTION timers._in_transaction_block_message() RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT 'invalid transaction termination' $$;
+
+-- Views that are not automatically updatable (GROUP BY, UNION) get triggers
+-- that refuse writes, so that a write is refused by the privilege check
+-- (42501) like on every other relation of the schema, and by the trigger for
+-- a superuser.
+CREATE OR REPLACE FUNCTION timers._read_only_view() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    RAISE EXCEPTION 'view %.% is read-only: change timers through the timers.* functions', TG_TABLE_SCHEMA, TG_TABLE_NAME
+        USING ERRCODE = '42501';
+END
+$$;
+
+-- A name (or any short text) given by a caller, as a message shows it: quoted as
+-- a literal, control characters (C0, DEL, C1) made visible as '?', cut short after
+-- p_max characters ('…'). NULL shows as NULL.
+CREATE OR REPLACE FUNCTION timers._shown(p_text text, p_max integer DEFAULT 80) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT pg_catalog.quote_nullable(pg_catalog.regexp_replace(
+                   CASE WHEN pg_catalog.length(p_text) > p_max
+                        THEN pg_catalog.left(p_text, p_max) || '…' ELSE p_text END,
+                   '[\x01-\x1f\x7f-\x9f]', '?', 'g'))
+    $$;
+
+-- Raise the "not inside a transaction block" error of a procedure when its
+-- COMMIT probe failed with the message of a transaction block.
+CREATE OR REPLACE FUNCTION timers._refuse_in_block(p_probe text, p_message text, p_hint text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF p_probe IS NOT DISTINCT FROM timers._in_transaction_block_message() THEN
+        IF p_hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = '25001', MESSAGE = p_message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = '25001', MESSAGE = p_message, HINT = p_hint;
+    END IF;
+END
+$$;
+
+-- An error text as stored and logged: at most 8,000 characters, the rest marked as cut.
+CREATE OR REPLACE FUNCTION timers._cut(p_text text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT CASE WHEN length(p_text) <= 8000 THEN p_text
+                    ELSE left(p_text, 8000) || format(' … [cut: %s characters in all]', length(p_text)) END
+    $$;
+
+-- ---------------------------------------------------------------------------
+-- Rights
+-- ---------------------------------------------------------------------------
+REVOKE ALL ON FUNCTION
+    timers._utc_offset(timestamp with time zone,text),
+    timers._lowbit(bigint),
+    timers._default_zone(),
+    timers._zone(text),
+    timers._now(text),
+    timers._iso(timestamp with time zone),
+    timers._ms(interval),
+    timers._skip_rows_cap(),
+    timers._in_transaction_block_message(),
+    timers._read_only_view(),
+    timers._shown(text,integer),
+    timers._refuse_in_block(text,text,text),
+    timers._cut(text)
+    FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
+GRANT EXECUTE ON FUNCTION
+    timers._utc_offset(timestamp with time zone,text),
+    timers._lowbit(bigint)
+    TO pgtimers_reader, pgtimers_runner;
+GRANT EXECUTE ON FUNCTION
+    timers._default_zone(),
+    timers._zone(text),
+    timers._now(text),
+    timers._iso(timestamp with time zone),
+    timers._ms(interval),
+    timers._skip_rows_cap(),
+    timers._in_transaction_block_message(),
+    timers._shown(text,integer)
+    TO PUBLIC;
+GRANT EXECUTE ON FUNCTION
+    timers._refuse_in_block(text,text,text)
+    TO pgtimers_admin;
+GRANT EXECUTE ON FUNCTION
+    timers._cut(text)
+    TO pgtimers_runner;

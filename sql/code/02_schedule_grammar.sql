@@ -1,0 +1,541 @@
+-- pgtimers code: the schedule grammar: parse and check a schedule string into a spec.
+--
+-- Repeatable: applied whole on every install and upgrade, after the versioned
+-- migrations (docs/design.md). Each object here is defined in this file only.
+
+-- The list of valid forms every bad-schedule error ends with.
+CREATE OR REPLACE FUNCTION timers._schedule_examples() RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+        SELECT 'use a schedule like "every 10s", "every 5m", "every 2h", "hourly", "hourly :15", '
+               '"daily 16:00", "daily 02:00,13:30", "weekdays 11:00", "sun-thu 11:00", '
+               '"mon,wed,fri 09:30", "monthly 1 02:00", "trading nepse 15:05" (the trading days of '
+               'calendar nepse), "cron 0 9 * * 1-5", "once 2027-01-04 09:00" or "in 30m"'::text
+    $$;
+
+-- The canonical name of a time zone PostgreSQL knows ('asia/kathmandu' ->
+-- 'Asia/Kathmandu'), else 22023. POSIX offset strings ('UTC+3') are refused, and
+-- so are the few zone names PostgreSQL reads as fixed-offset abbreviations in
+-- AT TIME ZONE ('CET', 'EET', ...), since wall times would then ignore DST.
+CREATE OR REPLACE FUNCTION timers._check_zone(zone text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    -- set_config below is undone when the function returns, because of this SET clause
+    SET TimeZone = 'UTC'
+    AS $$
+DECLARE
+    v_name text;
+    v_why  text := '';
+    v_t    timestamptz;
+BEGIN
+    IF zone IS NOT NULL AND btrim(zone) <> '' THEN
+        BEGIN
+            PERFORM set_config('TimeZone', btrim(zone), true);
+            v_name := current_setting('TimeZone');
+            -- the session reading (zone file) must agree with AT TIME ZONE's reading
+            FOREACH v_t IN ARRAY ARRAY['2025-01-15 12:00+00', '2025-07-15 12:00+00']::timestamptz[] LOOP
+                IF v_t::timestamp <> (v_t AT TIME ZONE v_name) THEN
+                    v_why := ' (PostgreSQL reads it as a fixed-offset abbreviation, without DST)';
+                END IF;
+            END LOOP;
+        EXCEPTION WHEN invalid_parameter_value THEN
+            v_name := NULL;
+        END;
+        -- a POSIX spec ('UTC+3', '<+0545>-5:45') is accepted by PostgreSQL but is no zone name
+        IF v_name IS NOT NULL AND v_name ~ '[0-9<>]'
+           AND NOT EXISTS (SELECT 1 FROM pg_timezone_names n WHERE n.name = v_name) THEN
+            v_name := NULL;
+        END IF;
+    END IF;
+    IF v_name IS NULL OR v_why <> '' THEN
+        RAISE EXCEPTION 'unknown time zone ''%''%; use a name like ''UTC'', ''Asia/Kathmandu'' or ''America/New_York''',
+            coalesce(zone, ''), v_why
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN v_name;
+END
+$$;
+
+-- Raise the internal "bad part" signal; _parse_schedule wraps it into the message.
+CREATE OR REPLACE FUNCTION timers._schedule_fail(reason text DEFAULT NULL) RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = 'PT001', MESSAGE = coalesce(reason, '');
+END
+$$;
+
+-- Seconds of the day of a wall time 'HH:MM' or 'HH:MM:SS'.
+CREATE OR REPLACE FUNCTION timers._parse_time(tok text) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    m text[] := regexp_match(tok, '^([0-9]{1,2}):([0-9]{2})(?::([0-9]{2}))?$');
+BEGIN
+    IF m IS NULL THEN
+        PERFORM timers._schedule_fail(format('''%s'' is not a time like 09:30', tok));
+    END IF;
+    IF m[1]::integer > 23 THEN
+        PERFORM timers._schedule_fail(format('hour %s is out of range 0-23', m[1]::integer));
+    END IF;
+    IF m[2]::integer > 59 THEN
+        PERFORM timers._schedule_fail(format('minute %s is out of range 0-59', m[2]::integer));
+    END IF;
+    IF coalesce(m[3], '0')::integer > 59 THEN
+        PERFORM timers._schedule_fail(format('second %s is out of range 0-59', m[3]::integer));
+    END IF;
+    RETURN m[1]::integer * 3600 + m[2]::integer * 60 + coalesce(m[3], '0')::integer;
+END
+$$;
+
+-- A comma list of wall times -> sorted distinct seconds of the day.
+CREATE OR REPLACE FUNCTION timers._parse_times(list text) RETURNS integer[]
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_tok  text;
+    v_secs integer[] := '{}';
+BEGIN
+    IF list IS NULL OR list = '' THEN
+        PERFORM timers._schedule_fail('a time like 09:30 is missing');
+    END IF;
+    FOREACH v_tok IN ARRAY string_to_array(list, ',') LOOP
+        v_secs := v_secs || timers._parse_time(v_tok);
+    END LOOP;
+    RETURN ARRAY(SELECT DISTINCT s FROM unnest(v_secs) s ORDER BY s);
+END
+$$;
+
+-- Day-of-week number (0 = Sunday) of a day name, NULL when it is none.
+CREATE OR REPLACE FUNCTION timers._dow_number(tok text) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+        SELECT pg_catalog.array_position(ARRAY['sun','mon','tue','wed','thu','fri','sat'],
+                                         pg_catalog.lower(tok)) OPERATOR(pg_catalog.-) 1
+    $$;
+
+-- A day list ('mon,wed,fri', 'sun-thu', 'fri-sun', 'weekdays') -> bit mask, bit 0 = Sunday.
+-- Ranges may wrap past Saturday.
+CREATE OR REPLACE FUNCTION timers._parse_days(list text) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_tok  text;
+    v_ends text[];
+    v_a    integer;
+    v_b    integer;
+    v_mask integer := 0;
+BEGIN
+    IF lower(list) = 'weekdays' THEN
+        RETURN 62;  -- mon..fri
+    END IF;
+    FOREACH v_tok IN ARRAY string_to_array(list, ',') LOOP
+        v_ends := string_to_array(v_tok, '-');
+        IF cardinality(v_ends) NOT IN (1, 2) THEN
+            PERFORM timers._schedule_fail(format('''%s'' is not a day or a range of days like mon-fri', v_tok));
+        END IF;
+        v_a := timers._dow_number(v_ends[1]);
+        v_b := timers._dow_number(v_ends[cardinality(v_ends)]);
+        IF v_a IS NULL OR v_b IS NULL THEN
+            PERFORM timers._schedule_fail(format('''%s'' is not a day (days: sun mon tue wed thu fri sat)',
+                                                 CASE WHEN v_a IS NULL THEN v_ends[1] ELSE v_ends[2] END));
+        END IF;
+        LOOP
+            v_mask := v_mask | (1 << v_a);
+            EXIT WHEN v_a = v_b;
+            v_a := (v_a + 1) % 7;
+        END LOOP;
+    END LOOP;
+    RETURN v_mask;
+END
+$$;
+
+-- Times-of-day part of a spec: {"times": ["02:00", ...], "secs": [7200, ...], "clock": "wall"}.
+CREATE OR REPLACE FUNCTION timers._times_spec(list text) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_secs integer[] := timers._parse_times(list);
+BEGIN
+    RETURN jsonb_build_object(
+        'times', (SELECT jsonb_agg(CASE WHEN s % 60 = 0
+                                        THEN to_char(make_interval(secs => s), 'HH24:MI')
+                                        ELSE to_char(make_interval(secs => s), 'HH24:MI:SS') END
+                                   ORDER BY s)
+                    FROM unnest(v_secs) s),
+        'secs', to_jsonb(v_secs),
+        'clock', 'wall');
+END
+$$;
+
+-- 'every 10s|5m|2h': 1 second to 24 hours.
+CREATE OR REPLACE FUNCTION timers._parse_every(arg text) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    m      text[] := regexp_match(lower(coalesce(arg, '')), '^([0-9]{1,9})([smh])$');
+    v_secs bigint;
+BEGIN
+    IF m IS NULL THEN
+        PERFORM timers._schedule_fail();
+    END IF;
+    v_secs := m[1]::bigint * CASE m[2] WHEN 's' THEN 1 WHEN 'm' THEN 60 ELSE 3600 END;
+    IF v_secs < 1 OR v_secs > 86400 THEN
+        PERFORM timers._schedule_fail(format('the interval %s is not from 1s to 24h', arg));
+    END IF;
+    RETURN jsonb_build_object('kind', 'every', 'seconds', v_secs, 'clock', 'elapsed');
+END
+$$;
+
+-- One cron field -> bit mask of its values. `what` names the field in errors,
+-- lo..hi is its range (day of week: 0..7, 7 = Sunday), names the word values.
+-- Items: *, */s, a, a-b, a-b/s, a/s (= a-<last>/s). Ranges must go forward.
+CREATE OR REPLACE FUNCTION timers._parse_cron_field(field text, what text, lo integer, hi integer,
+                                                    names text[] DEFAULT NULL)
+    RETURNS bigint
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_item text;
+    m      text[];
+    v_last integer := CASE WHEN hi = 7 THEN 6 ELSE hi END;  -- '*' and 'a/s' of day of week stop at sat
+    v_vals integer[];
+    v_tok  text;
+    v_a    integer;
+    v_b    integer;
+    v_step integer;
+    v_mask bigint := 0;
+BEGIN
+    FOREACH v_item IN ARRAY string_to_array(field, ',') LOOP
+        m := regexp_match(lower(v_item), '^(\*|[a-z0-9]+)(?:-([a-z0-9]+))?(?:/([0-9]+))?$');
+        IF m IS NULL THEN
+            PERFORM timers._schedule_fail(format('''%s'' is not a valid %s field', field, what));
+        END IF;
+        -- the values at both ends of the item
+        v_vals := ARRAY[]::integer[];
+        FOREACH v_tok IN ARRAY ARRAY[m[1], m[2]] LOOP
+            IF v_tok IS NULL OR v_tok = '*' THEN
+                v_vals := v_vals || NULL::integer;
+            ELSIF v_tok ~ '^[0-9]{1,4}$' THEN
+                IF v_tok::integer < lo OR v_tok::integer > hi THEN
+                    PERFORM timers._schedule_fail(format('%s %s is out of range %s-%s', what, v_tok::integer, lo, hi));
+                END IF;
+                v_vals := v_vals || v_tok::integer;
+            ELSIF names IS NOT NULL AND array_position(names, v_tok) IS NOT NULL THEN
+                v_vals := v_vals || (array_position(names, v_tok) - 1 + lo);
+            ELSE
+                PERFORM timers._schedule_fail(format('''%s'' is not a %s', v_tok, what));
+            END IF;
+        END LOOP;
+        IF m[1] = '*' AND m[2] IS NOT NULL THEN
+            PERFORM timers._schedule_fail(format('''%s'' is not a valid %s field', field, what));
+        END IF;
+        v_step := CASE WHEN m[3] IS NULL THEN 1 WHEN length(m[3]) > 4 THEN 0 ELSE m[3]::integer END;
+        IF v_step < 1 OR v_step > hi - lo + 1 THEN
+            PERFORM timers._schedule_fail(format('step %s in the %s field is out of range 1-%s', m[3], what, hi - lo + 1));
+        END IF;
+        v_a := coalesce(v_vals[1], lo);
+        IF hi = 7 AND v_a = 7 AND m[2] IS NULL THEN
+            v_a := 0;  -- 7 is Sunday, also as the start of '7/s' (= 0/s)
+        END IF;
+        v_b := CASE WHEN m[1] = '*' THEN v_last
+                    WHEN m[2] IS NOT NULL THEN v_vals[2]
+                    WHEN m[3] IS NOT NULL THEN greatest(v_last, v_a)
+                    ELSE v_a END;
+        IF v_a > v_b THEN
+            PERFORM timers._schedule_fail(format('the %s range %s goes backwards', what, v_item));
+        END IF;
+        FOR v IN v_a .. v_b BY v_step LOOP
+            v_mask := v_mask | (1::bigint << v);
+        END LOOP;
+    END LOOP;
+    IF hi = 7 AND v_mask & 128 <> 0 THEN
+        v_mask := (v_mask & 127) | 1;  -- 7 is Sunday
+    END IF;
+    RETURN v_mask;
+END
+$$;
+
+-- Sorted values of a bit mask.
+CREATE OR REPLACE FUNCTION timers._mask_values(mask bigint) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+        SELECT COALESCE(pg_catalog.jsonb_agg(v ORDER BY v), '[]'::jsonb)
+          FROM pg_catalog.generate_series(0, 62) v
+         WHERE (mask OPERATOR(pg_catalog.>>) v) OPERATOR(pg_catalog.&) 1 OPERATOR(pg_catalog.=) 1
+    $$;
+
+-- 'M H DoM Mon DoW' (or an @alias) -> cron spec with bit masks.
+--   day_or: both day fields restricted (neither starts with '*'): a day matches
+--           when either matches (Vixie cron); otherwise both must match.
+--   clock:  'elapsed' when the minute or hour field starts with '*' (Vixie's
+--           wildcard jobs), else 'wall'.
+CREATE OR REPLACE FUNCTION timers._parse_cron(expr text) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_expr   text := coalesce(expr, '');
+    f        text[];
+    v_min    bigint;
+    v_hour   bigint;
+    v_dom    bigint;
+    v_mon    bigint;
+    v_dow    bigint;
+    v_day_or boolean;
+    v_months constant text[] := ARRAY['jan','feb','mar','apr','may','jun','jul','aug','sep','oct','nov','dec'];
+    v_days   constant text[] := ARRAY['sun','mon','tue','wed','thu','fri','sat'];
+    v_maxday constant integer[] := ARRAY[31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+BEGIN
+    v_expr := CASE lower(v_expr)
+        WHEN '@yearly' THEN '0 0 1 1 *' WHEN '@annually' THEN '0 0 1 1 *'
+        WHEN '@monthly' THEN '0 0 1 * *' WHEN '@weekly' THEN '0 0 * * 0'
+        WHEN '@daily' THEN '0 0 * * *' WHEN '@midnight' THEN '0 0 * * *'
+        WHEN '@hourly' THEN '0 * * * *'
+        ELSE v_expr END;
+    IF v_expr LIKE '@%' THEN
+        PERFORM timers._schedule_fail(format('''%s'' is not one of @hourly, @daily, @weekly, @monthly, @yearly', v_expr));
+    END IF;
+    f := string_to_array(v_expr, ' ');
+    IF coalesce(cardinality(f), 0) <> 5 THEN
+        PERFORM timers._schedule_fail(format('cron needs 5 fields (minute hour day-of-month month day-of-week), got %s',
+                                             coalesce(cardinality(f), 0)));
+    END IF;
+    v_min  := timers._parse_cron_field(f[1], 'minute', 0, 59);
+    v_hour := timers._parse_cron_field(f[2], 'hour', 0, 23);
+    v_dom  := timers._parse_cron_field(f[3], 'day of month', 1, 31);
+    v_mon  := timers._parse_cron_field(f[4], 'month', 1, 12, v_months);
+    v_dow  := timers._parse_cron_field(f[5], 'day of week', 0, 7, v_days);
+    v_day_or := left(f[3], 1) <> '*' AND left(f[5], 1) <> '*';
+    -- a day-of-month the months never have can never match (unless day_or adds weekdays)
+    IF NOT v_day_or AND NOT EXISTS (
+        SELECT 1 FROM generate_series(1, 12) mo, generate_series(1, 31) d
+         WHERE (v_mon >> mo) & 1 = 1 AND (v_dom >> d) & 1 = 1 AND d <= v_maxday[mo]) THEN
+        PERFORM timers._schedule_fail(format('day of month %s never occurs in month %s', f[3], f[4]));
+    END IF;
+    RETURN jsonb_build_object(
+        'kind', 'cron',
+        'expr', v_expr,
+        'minute', timers._mask_values(v_min),
+        'hour', timers._mask_values(v_hour),
+        'dom', timers._mask_values(v_dom),
+        'month', timers._mask_values(v_mon),
+        'dow', timers._mask_values(v_dow),
+        'minute_mask', v_min, 'hour_mask', v_hour, 'dom_mask', v_dom,
+        'month_mask', v_mon, 'dow_mask', v_dow,
+        'day_or', v_day_or,
+        'clock', CASE WHEN left(f[1], 1) = '*' OR left(f[2], 1) = '*' THEN 'elapsed' ELSE 'wall' END);
+END
+$$;
+
+-- A one-shot at an instant -> once spec. The stored text is the wall time in the
+-- zone; an instant that is the second pass of a repeated wall time keeps its offset.
+CREATE OR REPLACE FUNCTION timers._once_spec(instant timestamptz, zone text) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_wall timestamp := instant AT TIME ZONE zone;
+    v_text text := 'once ' || to_char(v_wall, 'YYYY-MM-DD HH24:MI:SS');
+    v_off  interval;
+BEGIN
+    IF timers._local_to_utc(v_wall, zone) <> instant THEN
+        v_off := timers._utc_offset(instant, zone);
+        v_text := v_text || CASE WHEN v_off < interval '0' THEN '-' ELSE '+' END
+                         || to_char(abs(extract(epoch FROM v_off)::integer) * interval '1 second', 'HH24:MI');
+    END IF;
+    RETURN jsonb_build_object('kind', 'once', 'schedule', v_text,
+                              'at', to_char(instant AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'));
+END
+$$;
+
+-- 'once 2027-01-04 09:00[:SS][Z|+05:45]': a wall time in the zone (or at the given offset).
+CREATE OR REPLACE FUNCTION timers._parse_once(arg text, zone text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    m      text[] := regexp_match(coalesce(arg, ''),
+                         '^([0-9]{4})-([0-9]{2})-([0-9]{2})[ Tt]([0-9:]+)(Z|z|[+-][0-9]{2}(?::?[0-9]{2})?)?$');
+    v_day  date;
+    v_secs integer;
+    v_wall timestamp;
+    v_at   timestamptz;
+BEGIN
+    IF m IS NULL THEN
+        PERFORM timers._schedule_fail();
+    END IF;
+    BEGIN
+        v_day := make_date(m[1]::integer, m[2]::integer, m[3]::integer);
+    EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format THEN
+        PERFORM timers._schedule_fail(format('%s-%s-%s is not a date', m[1], m[2], m[3]));
+    END;
+    v_secs := timers._parse_time(m[4]);
+    v_wall := v_day + make_interval(secs => v_secs);
+    IF m[5] IS NULL THEN
+        v_at := timers._local_to_utc(v_wall, zone, true);
+    ELSE
+        v_at := (to_char(v_wall, 'YYYY-MM-DD HH24:MI:SS') || upper(m[5]))::timestamptz;
+    END IF;
+    RETURN jsonb_build_object('kind', 'once',
+                              'at', to_char(v_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'));
+END
+$$;
+
+-- 'in 30m' / 'in 2h' / 'in 45s' / 'in 1d': a one-shot counted from now (whole seconds).
+CREATE OR REPLACE FUNCTION timers._parse_in(arg text, zone text, now timestamptz) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    m      text[] := regexp_match(lower(coalesce(arg, '')), '^([0-9]{1,9})([smhd])$');
+    v_secs bigint;
+BEGIN
+    IF m IS NULL THEN
+        PERFORM timers._schedule_fail();
+    END IF;
+    v_secs := m[1]::bigint * CASE m[2] WHEN 's' THEN 1 WHEN 'm' THEN 60 WHEN 'h' THEN 3600 ELSE 86400 END;
+    IF v_secs < 1 OR v_secs > 36500::bigint * 86400 THEN
+        PERFORM timers._schedule_fail(format('the delay %s is not from 1s to 36500d', arg));
+    END IF;
+    IF now IS NULL THEN
+        PERFORM timers._schedule_fail('"in" needs the current time');
+    END IF;
+    RETURN timers._once_spec(date_trunc('second', now + make_interval(secs => v_secs)), zone);
+END
+$$;
+
+-- Validate and normalize a schedule. Returns the spec (see docs/schedules.md):
+-- always "kind" and "schedule" (the text to store), plus what _next_due needs.
+-- Errors: SQLSTATE 22023, 'bad "<first word>" schedule ''<text>''[: reason]; use a schedule like ...'.
+CREATE OR REPLACE FUNCTION timers._parse_schedule(schedule text, zone text, now timestamptz) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_text  text;
+    w       text[];
+    v_first text;
+    v_word  text;
+    v_nw    integer;
+    v_spec  jsonb;
+    v_zone  text := coalesce(zone, 'UTC');
+    v_why   text;
+BEGIN
+    -- trim, one space between words, none around commas
+    v_text := regexp_replace(regexp_replace(btrim(coalesce(schedule, ''), E' \t\r\n'), '\s+', ' ', 'g'),
+                             ' ?, ?', ',', 'g');
+    w := string_to_array(v_text, ' ');
+    v_nw := coalesce(cardinality(w), 0);
+    v_first := lower(coalesce(w[1], ''));
+    v_word := w[1];
+    BEGIN
+        IF v_text = '' THEN
+            v_word := '';
+            PERFORM timers._schedule_fail('the schedule is empty');
+        ELSIF v_first = 'every' THEN
+            IF v_nw <> 2 THEN PERFORM timers._schedule_fail(); END IF;
+            v_spec := timers._parse_every(w[2]);
+        ELSIF v_first = 'hourly' THEN
+            IF v_nw > 2 OR (v_nw = 2 AND w[2] !~ '^:[0-9]{1,2}$') THEN PERFORM timers._schedule_fail(); END IF;
+            IF v_nw = 2 AND substr(w[2], 2)::integer > 59 THEN
+                PERFORM timers._schedule_fail(format('minute %s is out of range 0-59', substr(w[2], 2)::integer));
+            END IF;
+            v_spec := jsonb_build_object('kind', 'hourly',
+                                         'minute', CASE WHEN v_nw = 2 THEN substr(w[2], 2)::integer ELSE 0 END,
+                                         'clock', 'elapsed');
+        ELSIF v_first = 'daily' THEN
+            IF v_nw <> 2 THEN PERFORM timers._schedule_fail(); END IF;
+            v_spec := jsonb_build_object('kind', 'daily') || timers._times_spec(w[2]);
+        ELSIF v_first = 'monthly' THEN
+            IF v_nw <> 3 OR w[2] !~ '^[0-9]{1,2}$' THEN PERFORM timers._schedule_fail(); END IF;
+            IF w[2]::integer NOT BETWEEN 1 AND 28 THEN
+                PERFORM timers._schedule_fail(format('day %s is out of range 1-28 (so that no month is skipped)',
+                                                     w[2]::integer));
+            END IF;
+            v_spec := jsonb_build_object('kind', 'monthly', 'day', w[2]::integer) || timers._times_spec(w[3]);
+        ELSIF v_first = 'trading' THEN
+            IF v_nw <> 3 OR w[2] ~ '^[0-9:,]+$' THEN PERFORM timers._schedule_fail(); END IF;
+            v_spec := jsonb_build_object('kind', 'trading', 'calendar', w[2]) || timers._times_spec(w[3]);
+        ELSIF v_first = 'cron' THEN
+            v_spec := timers._parse_cron(array_to_string(w[2:], ' '));
+        ELSIF v_first LIKE '@%' AND v_nw = 1 THEN
+            v_spec := timers._parse_cron(w[1]);
+        ELSIF v_first = 'once' THEN
+            v_spec := timers._parse_once(array_to_string(w[2:], ' '), v_zone);
+        ELSIF v_first = 'in' THEN
+            IF v_nw <> 2 THEN PERFORM timers._schedule_fail(); END IF;
+            v_spec := timers._parse_in(w[2], v_zone, now);
+        ELSIF v_first IN ('weekly', 'weekdays') OR timers._dow_number(left(v_first, 3)) IS NOT NULL THEN
+            IF v_first = 'weekly' THEN
+                w := w[2:];
+                v_nw := v_nw - 1;
+            END IF;
+            IF v_nw <> 2 THEN PERFORM timers._schedule_fail(); END IF;
+            v_spec := jsonb_build_object('kind', 'weekly', 'dow_mask', timers._parse_days(w[1]))
+                      || timers._times_spec(w[2]);
+            v_spec := v_spec || jsonb_build_object('dow', timers._mask_values((v_spec->>'dow_mask')::bigint));
+        ELSE
+            v_word := v_text;
+            PERFORM timers._schedule_fail();
+        END IF;
+    EXCEPTION WHEN SQLSTATE 'PT001' THEN
+        v_why := nullif(SQLERRM, '');
+        RAISE EXCEPTION 'bad "%" schedule ''%''%; %', v_word, v_text,
+            CASE WHEN v_why IS NULL THEN '' ELSE ': ' || v_why END, timers._schedule_examples()
+            USING ERRCODE = '22023';
+    END;
+    -- the text to store: as written (normalized), except 'in' which becomes 'once ...'
+    IF NOT v_spec ? 'schedule' THEN
+        v_spec := v_spec || jsonb_build_object('schedule', v_text);
+    END IF;
+    RETURN v_spec;
+END
+$$;
+
+-- ---------------------------------------------------------------------------
+-- Rights
+-- ---------------------------------------------------------------------------
+REVOKE ALL ON FUNCTION
+    timers._schedule_examples(),
+    timers._check_zone(text),
+    timers._schedule_fail(text),
+    timers._parse_time(text),
+    timers._parse_times(text),
+    timers._dow_number(text),
+    timers._parse_days(text),
+    timers._times_spec(text),
+    timers._parse_every(text),
+    timers._parse_cron_field(text,text,integer,integer,text[]),
+    timers._mask_values(bigint),
+    timers._parse_cron(text),
+    timers._once_spec(timestamp with time zone,text),
+    timers._parse_once(text,text),
+    timers._parse_in(text,text,timestamp with time zone),
+    timers._parse_schedule(text,text,timestamp with time zone)
+    FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
+GRANT EXECUTE ON FUNCTION
+    timers._schedule_examples(),
+    timers._check_zone(text),
+    timers._schedule_fail(text),
+    timers._parse_time(text),
+    timers._parse_times(text),
+    timers._dow_number(text),
+    timers._parse_days(text),
+    timers._times_spec(text),
+    timers._parse_every(text),
+    timers._parse_cron_field(text,text,integer,integer,text[]),
+    timers._mask_values(bigint),
+    timers._parse_cron(text),
+    timers._once_spec(timestamp with time zone,text),
+    timers._parse_once(text,text),
+    timers._parse_in(text,text,timestamp with time zone),
+    timers._parse_schedule(text,text,timestamp with time zone)
+    TO pgtimers_reader, pgtimers_runner;

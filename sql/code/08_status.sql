@@ -1,0 +1,75 @@
+-- pgtimers code: the status view: one row per timer.
+--
+-- Repeatable: applied whole on every install and upgrade, after the versioned
+-- migrations (docs/design.md). Each object here is defined in this file only.
+
+CREATE OR REPLACE VIEW timers.status AS
+SELECT
+    t.name,
+    current_database()::text AS database,
+    t.schedule,
+    -- A timer's SQL may hold secrets: readers see it for their own timers only.
+    CASE WHEN pg_has_role(current_user, 'pgtimers_admin', 'MEMBER')
+           OR pg_has_role(current_user, (SELECT r.oid FROM pg_roles r WHERE r.rolname = t.owner), 'MEMBER')
+         THEN t.sql END AS sql,
+    -- turned on or off while running: shown as asked
+    coalesce((SELECT pc.action = 'enable' FROM timers.pending_changes pc WHERE pc.timer_id = t.id),
+             t.enabled) AS enabled,
+    (extract(epoch FROM t.created_at) * 1000)::bigint AS created_ms,
+    (extract(epoch FROM t.updated_at) * 1000)::bigint AS updated_ms,
+    t.owner::text AS created_by,
+    coalesce((extract(epoch FROM t.next_due_at) * 1000)::bigint, 0) AS next_run_ms,
+    coalesce((extract(epoch FROM t.last_run_at) * 1000)::bigint, 0) AS last_run_ms,
+    coalesce((extract(epoch FROM t.last_due_at) * 1000)::bigint, 0) AS last_due_ms,
+    t.last_late_ms,
+    t.max_late_ms,
+    t.last_ok,
+    t.last_error,
+    t.last_took_ms,
+    t.last_rows,
+    t.runs,
+    t.failures,
+    (SELECT count(*) FROM timers.runs r
+      WHERE r.timer_id = t.id AND r.ok = false AND r.kind <> 'skipped'
+        AND r.started_at > now() - interval '24 hours') AS failures_24h,
+    t.skipped,
+    coalesce((extract(epoch FROM t.last_skip_at) * 1000)::bigint, 0) AS last_skip_ms,
+    t.last_skip_reason,
+    t.caught_up,
+    -- a run holds the timer's row lock until it commits; only pgtimers' roles can take
+    -- it (this session's own lock, taken by a change it is making, is no run)
+    (t.xmax <> '0'::xid AND EXISTS (
+        SELECT 1 FROM pg_locks l
+         WHERE l.locktype = 'transactionid' AND l.transactionid = t.xmax AND l.granted
+           AND l.pid <> pg_backend_pid())) AS running,
+    timers._zone(t.timezone) AS timezone,
+    coalesce(t.catch_up, 'skip') AS catch_up,
+    t.start_at,
+    t.end_at,
+    t.max_runs,
+    t.expired,
+    t.locked
+FROM timers.timers t
+-- deleted while running: gone already
+WHERE NOT EXISTS (SELECT 1 FROM timers.pending_changes pc WHERE pc.timer_id = t.id AND pc.action = 'delete');
+
+COMMENT ON VIEW timers.status IS
+    'One row per timer: the fields of GET /api/timers (to_jsonb(row) is the HTTP body), plus timezone, catch_up, start_at, end_at, max_runs, expired, locked.';
+
+-- VOLATILE on purpose: it must see the row the same statement has just written.
+CREATE OR REPLACE FUNCTION timers._status(p_name text) RETURNS timers.status
+    LANGUAGE sql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$ SELECT s.* FROM timers.status s WHERE lower(s.name) = lower(p_name) COLLATE "default" $$;
+
+-- ---------------------------------------------------------------------------
+-- Rights
+-- ---------------------------------------------------------------------------
+REVOKE ALL ON FUNCTION
+    timers._status(text)
+    FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
+GRANT EXECUTE ON FUNCTION
+    timers._status(text)
+    TO PUBLIC;
+REVOKE ALL ON timers.status FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
+GRANT SELECT ON timers.status TO pgtimers_reader, pgtimers_runner;

@@ -1,0 +1,558 @@
+-- pgtimers code: the timers API: save, enable, delete, set_timezone, unlock, cancel.
+--
+-- Repeatable: applied whole on every install and upgrade, after the versioned
+-- migrations (docs/design.md). Each object here is defined in this file only.
+
+-- The next due time strictly after p_after for a timer row, honouring enabled,
+-- expired, start_at, end_at and max_runs; NULL when it is not armed.
+CREATE OR REPLACE FUNCTION timers._plan(t timers.timers, p_after timestamptz) RETURNS timestamptz
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_next timestamptz;
+BEGIN
+    IF NOT t.enabled OR t.expired THEN
+        RETURN NULL;
+    END IF;
+    IF t.max_runs IS NOT NULL AND t.scheduled_runs >= t.max_runs THEN
+        RETURN NULL;
+    END IF;
+    v_next := timers._next_due(t.spec, p_after, timers._zone(t.timezone), t.start_at);
+    IF v_next IS NOT NULL AND t.end_at IS NOT NULL AND v_next > t.end_at THEN
+        RETURN NULL;
+    END IF;
+    RETURN v_next;
+END
+$$;
+
+-- Raise P0002 for a timer name that is not there.
+CREATE OR REPLACE FUNCTION timers._no_such_timer(p_name text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    RAISE EXCEPTION 'there is no timer % in database %', timers._shown(p_name), current_database()
+        USING ERRCODE = 'P0002';
+END
+$$;
+
+-- Lock a timer row for a save; a running timer is refused, not waited for.
+CREATE OR REPLACE FUNCTION timers._lock_for_change(p_name text) RETURNS timers.timers
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    r record;
+BEGIN
+    r := timers._lock_or_running(p_name);
+    IF r.running THEN
+        RAISE EXCEPTION 'timer % is running; change it when the run has finished', timers._shown(p_name)
+            USING ERRCODE = '55P03',
+                  HINT = 'timers.enable(name, false) and timers.delete(name) work while it runs; timers.cancel(name) stops the run.';
+    END IF;
+    RETURN r.t;
+END
+$$;
+
+-- A locked timer is changed only after timers.unlock (42501).
+CREATE OR REPLACE FUNCTION timers._refuse_locked(t timers.timers, p_what text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF t.locked THEN
+        RAISE EXCEPTION 'timer ''%'' is locked: it cannot be % until a superuser runs SELECT timers.unlock(%)',
+            t.name, p_what, quote_literal(t.name)
+            USING ERRCODE = '42501';
+    END IF;
+END
+$$;
+
+-- Validate the options of a save; raises on the first bad one.
+CREATE OR REPLACE FUNCTION timers._check_options(
+    p_catch_up text, p_start_at timestamptz, p_end_at timestamptz,
+    p_max_runs bigint, p_timeout interval, p_test_clock text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF p_catch_up IS NOT NULL AND p_catch_up NOT IN ('skip', 'latest', 'all') THEN
+        RAISE EXCEPTION 'bad catch_up %: use ''skip'' (the default: missed due times are counted, not run), ''latest'' (one run for all of them) or ''all'' (each one, in order)', timers._shown(p_catch_up)
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_start_at IS NOT NULL AND p_end_at IS NOT NULL AND p_end_at <= p_start_at THEN
+        RAISE EXCEPTION 'end_at % is not after start_at %', p_end_at, p_start_at USING ERRCODE = '22023';
+    END IF;
+    IF p_max_runs IS NOT NULL AND p_max_runs < 1 THEN
+        RAISE EXCEPTION 'bad max_runs %: use a number of runs of 1 or more', p_max_runs USING ERRCODE = '22023';
+    END IF;
+    IF p_timeout IS NOT NULL AND (p_timeout < interval '1 second' OR p_timeout > interval '24 hours') THEN
+        RAISE EXCEPTION 'bad timeout %: use 1 second to 24 hours (the default is 10 minutes)', p_timeout
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_test_clock IS NOT NULL AND NOT EXISTS (SELECT 1 FROM timers.test_clocks WHERE name = p_test_clock) THEN
+        RAISE EXCEPTION 'there is no test clock %; make one with SELECT timers.create_test_clock(%, now())',
+            timers._shown(p_test_clock), timers._shown(p_test_clock)
+            USING ERRCODE = '22023';
+    END IF;
+END
+$$;
+
+-- A trading schedule needs its calendar at save (22023 with a hint to make it).
+CREATE OR REPLACE FUNCTION timers._require_calendar(p_spec jsonb) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF p_spec->>'kind' = 'trading'
+       AND NOT EXISTS (SELECT 1 FROM timers.calendars c WHERE lower(c.name) = lower(p_spec->>'calendar') COLLATE "default") THEN
+        RAISE EXCEPTION 'there is no calendar % in database %', timers._shown(p_spec->>'calendar'), current_database()
+            USING ERRCODE = '22023',
+                  HINT = format('Make it first: SELECT timers.save_calendar(%s, ''mon-fri'');',
+                                timers._shown(p_spec->>'calendar'));
+    END IF;
+END
+$$;
+
+-- The body of timers.save. p_owner is the caller's role in effect, proven by
+-- its ticket, so calling this function directly (or from a timer's SQL, where
+-- session_user is the runner) cannot make a timer run as someone else.
+CREATE OR REPLACE FUNCTION timers._save(
+    p_owner name, p_name text, p_schedule text, p_sql text, p_enabled boolean,
+    p_timezone text, p_catch_up text, p_start_at timestamptz, p_end_at timestamptz,
+    p_max_runs bigint, p_timeout interval, p_locked boolean, p_test_clock text)
+    RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_old timers.timers;
+    v_zone text;
+    v_spec jsonb;
+    v_now timestamptz;
+    v_id bigint;
+    v_row timers.timers;
+BEGIN
+    PERFORM timers._take_ticket(p_owner, 'save a timer that runs');
+    IF NOT pg_has_role(p_owner, 'pgtimers_admin', 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to save a timer: it needs the role pgtimers_admin, and role "%" is not a member', p_owner
+            USING ERRCODE = '42501';
+    END IF;
+    PERFORM timers._check_name(p_name);
+    IF p_enabled IS NULL OR p_locked IS NULL THEN
+        RAISE EXCEPTION 'enabled and locked must be true or false, not NULL' USING ERRCODE = '22004';
+    END IF;
+    v_zone := CASE WHEN p_timezone IS NULL THEN NULL ELSE timers._check_zone(p_timezone) END;
+    PERFORM timers._check_options(p_catch_up, p_start_at, p_end_at, p_max_runs, p_timeout, p_test_clock);
+    PERFORM timers._check_sql(p_sql);
+    v_now := timers._now(p_test_clock);
+    v_spec := timers._parse_schedule(p_schedule, timers._zone(v_zone), v_now);
+    PERFORM timers._require_calendar(v_spec);
+    IF v_spec->>'kind' = 'once' AND (v_spec->>'at')::timestamptz <= v_now THEN
+        RAISE EXCEPTION 'schedule ''%'' is in the past (it is % now in %)', p_schedule,
+            to_char(v_now AT TIME ZONE timers._zone(v_zone), 'YYYY-MM-DD HH24:MI:SS'), timers._zone(v_zone)
+            USING ERRCODE = '22023';
+    END IF;
+
+    v_old := timers._lock_for_change(p_name);
+    IF v_old.id IS NOT NULL THEN
+        PERFORM timers._refuse_locked(v_old, 'changed');
+    END IF;
+    PERFORM timers._ensure_executor(p_owner);
+
+    INSERT INTO timers.timers AS t (name, schedule, spec, sql, enabled, timezone, catch_up, start_at,
+                                    end_at, max_runs, timeout, locked, test_clock, owner)
+    VALUES (p_name, v_spec->>'schedule', v_spec, p_sql, p_enabled, v_zone, p_catch_up, p_start_at,
+            p_end_at, p_max_runs, p_timeout, p_locked, p_test_clock, p_owner)
+    ON CONFLICT ((lower(name))) DO UPDATE
+        SET name = EXCLUDED.name, schedule = EXCLUDED.schedule, spec = EXCLUDED.spec,
+            sql = EXCLUDED.sql, enabled = EXCLUDED.enabled, timezone = EXCLUDED.timezone,
+            catch_up = EXCLUDED.catch_up, start_at = EXCLUDED.start_at, end_at = EXCLUDED.end_at,
+            max_runs = EXCLUDED.max_runs, timeout = EXCLUDED.timeout, locked = EXCLUDED.locked,
+            test_clock = EXCLUDED.test_clock, owner = EXCLUDED.owner, updated_at = now(),
+            expired = false, scheduled_runs = 0
+    RETURNING t.* INTO v_row;
+    v_id := v_row.id;
+
+    UPDATE timers.timers SET next_due_at = timers._plan(v_row, v_now) WHERE id = v_id
+    RETURNING * INTO v_row;
+    IF v_row.next_due_at IS NULL AND v_row.enabled THEN
+        UPDATE timers.timers SET expired = true WHERE id = v_id;
+    END IF;
+
+    PERFORM timers._audit(p_owner, 'save', v_row.name, jsonb_build_object(
+        'created', v_old.id IS NULL, 'schedule', v_row.schedule, 'sql', p_sql,
+        'enabled', p_enabled, 'timezone', v_zone, 'catch_up', p_catch_up, 'start_at', p_start_at,
+        'end_at', p_end_at, 'max_runs', p_max_runs, 'timeout', p_timeout, 'locked', p_locked,
+        'test_clock', p_test_clock));
+    PERFORM timers._notify('save', v_row.name);
+    RETURN v_row.name;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers.save(
+    name text, schedule text, sql text,
+    enabled boolean DEFAULT true, timezone text DEFAULT NULL, catch_up text DEFAULT NULL,
+    start_at timestamptz DEFAULT NULL, end_at timestamptz DEFAULT NULL, max_runs bigint DEFAULT NULL,
+    timeout interval DEFAULT NULL, locked boolean DEFAULT false, test_clock text DEFAULT NULL)
+    RETURNS timers.status
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM timers._require_admin('save a timer');
+    RETURN timers._status(timers._save(current_user, save.name, save.schedule, save.sql, save.enabled,
+        save.timezone, save.catch_up, save.start_at, save.end_at, save.max_runs, save.timeout,
+        save.locked, save.test_clock));
+END
+$$;
+
+COMMENT ON FUNCTION timers.save(text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text) IS
+    'Create or replace a timer; it runs as the role in effect now. Returns its timers.status row. Needs pgtimers_admin.';
+
+-- The body of timers.enable; on a running timer the change waits for its run's end.
+CREATE OR REPLACE FUNCTION timers._set_enabled(p_actor name, p_name text, p_enabled boolean) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    r record;
+    t timers.timers;
+BEGIN
+    PERFORM timers._take_ticket(p_actor, 'turn a timer on or off');
+    IF p_enabled IS NULL THEN
+        RAISE EXCEPTION 'enabled must be true or false, not NULL' USING ERRCODE = '22004';
+    END IF;
+    r := timers._lock_or_running(p_name);
+    t := r.t;
+    IF t.id IS NULL THEN
+        PERFORM timers._no_such_timer(p_name);
+    END IF;
+    PERFORM timers._refuse_locked(t, CASE WHEN p_enabled THEN 'turned on' ELSE 'turned off' END);
+    IF r.running THEN
+        PERFORM timers._ask_pending(p_actor, t, CASE WHEN p_enabled THEN 'enable' ELSE 'disable' END);
+        RETURN t.name;
+    END IF;
+    t.enabled := p_enabled;
+    UPDATE timers.timers
+       SET enabled = p_enabled, updated_at = now(),
+           next_due_at = timers._plan(t, timers._now(t.test_clock))
+     WHERE id = t.id;
+    PERFORM timers._audit(p_actor, CASE WHEN p_enabled THEN 'enable' ELSE 'disable' END, t.name,
+                          jsonb_build_object('enabled', p_enabled));
+    PERFORM timers._notify('enable', t.name);
+    RETURN t.name;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers.enable(name text, enabled boolean DEFAULT true) RETURNS timers.status
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM timers._require_admin(CASE WHEN enable.enabled THEN 'turn a timer on' ELSE 'turn a timer off' END);
+    RETURN timers._status(timers._set_enabled(current_user, enable.name, enable.enabled));
+END
+$$;
+
+COMMENT ON FUNCTION timers.enable(text, boolean) IS
+    'Turn a timer on (true) or off (false); a timer that is off still runs with CALL timers.run. Needs pgtimers_admin.';
+
+-- The body of timers.delete; on a running timer the delete waits for its run's end.
+CREATE OR REPLACE FUNCTION timers._delete(p_actor name, p_name text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    r record;
+    t timers.timers;
+BEGIN
+    PERFORM timers._take_ticket(p_actor, 'delete a timer');
+    r := timers._lock_or_running(p_name);
+    t := r.t;
+    IF t.id IS NULL THEN
+        PERFORM timers._no_such_timer(p_name);
+    END IF;
+    PERFORM timers._refuse_locked(t, 'deleted');
+    IF r.running THEN
+        PERFORM timers._ask_pending(p_actor, t, 'delete');
+        RETURN;
+    END IF;
+    DELETE FROM timers.timers WHERE id = t.id;
+    PERFORM timers._audit(p_actor, 'delete', t.name,
+                          jsonb_build_object('schedule', t.schedule, 'sql', t.sql, 'owner', t.owner));
+    PERFORM timers._notify('delete', t.name);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers.delete(name text) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM timers._require_admin('delete a timer');
+    PERFORM timers._delete(current_user, delete.name);
+    RETURN '{"deleted": true}'::jsonb;
+END
+$$;
+
+COMMENT ON FUNCTION timers.delete(text) IS
+    'Delete a timer; returns {"deleted": true}. Unknown name: SQLSTATE P0002. Needs pgtimers_admin.';
+
+-- The body of timers.set_timezone: the timers without a zone of their own are planned
+-- again.
+CREATE OR REPLACE FUNCTION timers._set_timezone(p_actor name, p_zone text) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_zone text;
+    v_old text;
+    t timers.timers;
+BEGIN
+    PERFORM timers._take_ticket(p_actor, 'set the default time zone');
+    v_zone := timers._check_zone(p_zone);
+    v_old := timers._default_zone();
+    INSERT INTO timers.settings (key, value) VALUES ('timezone', v_zone)
+    ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
+    -- Timers without a zone of their own follow the default: read their wall times
+    -- in the new zone (a `once` stores a resolved instant) and plan them again now.
+    FOR t IN SELECT * FROM timers.timers WHERE timezone IS NULL AND NOT expired FOR UPDATE LOOP
+        t.spec := timers._parse_schedule(t.schedule, v_zone, timers._now(t.test_clock));
+        UPDATE timers.timers
+           SET spec = t.spec, next_due_at = timers._plan(t, timers._now(t.test_clock))
+         WHERE id = t.id;
+    END LOOP;
+    PERFORM timers._audit(p_actor, 'set_timezone', 'timezone', jsonb_build_object('from', v_old, 'to', v_zone));
+    PERFORM timers._notify('set_timezone', NULL);
+    RETURN v_zone;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers.set_timezone(zone text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM timers._require_admin('set the default time zone');
+    RETURN timers._set_timezone(current_user, set_timezone.zone);
+END
+$$;
+
+COMMENT ON FUNCTION timers.set_timezone(text) IS
+    'Set the database''s default zone for timers without their own, and plan them again. Needs pgtimers_admin.';
+
+-- Only a superuser may unlock a locked timer; it is then changeable until saved locked again.
+CREATE OR REPLACE FUNCTION timers.unlock(name text) RETURNS timers.status
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    t timers.timers;
+BEGIN
+    IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = session_user) THEN
+        RAISE EXCEPTION 'permission denied to unlock timer ''%'': only a superuser may unlock a timer', unlock.name
+            USING ERRCODE = '42501';
+    END IF;
+    t := timers._lock_for_change(unlock.name);
+    IF t.id IS NULL THEN
+        PERFORM timers._no_such_timer(unlock.name);
+    END IF;
+    UPDATE timers.timers SET locked = false, updated_at = now() WHERE id = t.id;
+    PERFORM timers._audit(session_user, 'unlock', t.name, '{}');
+    RETURN timers._status(t.name);
+END
+$$;
+
+COMMENT ON FUNCTION timers.unlock(text) IS
+    'Unlock a locked timer so it can be changed or deleted. Superuser only.';
+
+-- Apply the change asked for while timer p_id was running (see timers.pending_changes);
+-- the caller holds (or may wait for) the timer's row. True when there was one.
+-- SECURITY DEFINER: it only does what an admin asked for, so the runner may call it.
+CREATE OR REPLACE FUNCTION timers._apply_pending(p_id bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_action text;
+    t timers.timers;
+BEGIN
+    DELETE FROM timers.pending_changes WHERE timer_id = p_id RETURNING action INTO v_action;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    SELECT * INTO t FROM timers.timers WHERE id = p_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN true;
+    END IF;
+    IF v_action = 'delete' THEN
+        DELETE FROM timers.timers WHERE id = p_id;
+    ELSE
+        t.enabled := v_action = 'enable';
+        UPDATE timers.timers
+           SET enabled = t.enabled, updated_at = now(),
+               next_due_at = timers._plan(t, timers._now(t.test_clock))
+         WHERE id = p_id;
+    END IF;
+    PERFORM timers._notify(v_action, t.name);
+    RETURN true;
+END
+$$;
+
+-- The row of timer p_name locked for a change, with running = false; when a run
+-- holds it, the row as last committed with running = true. NULL row: no such timer
+-- (also one being deleted). What an earlier change asked for is applied first.
+CREATE OR REPLACE FUNCTION timers._lock_or_running(p_name text, OUT t timers.timers, OUT running boolean)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    SELECT * INTO t FROM timers.timers x
+     WHERE lower(x.name) = lower(p_name) COLLATE "default" FOR UPDATE SKIP LOCKED;
+    IF FOUND THEN
+        running := false;
+        IF timers._apply_pending(t.id) THEN
+            SELECT * INTO t FROM timers.timers x WHERE x.id = t.id;
+        END IF;
+        RETURN;
+    END IF;
+    SELECT * INTO t FROM timers.timers x WHERE lower(x.name) = lower(p_name) COLLATE "default";
+    running := FOUND;
+    IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id AND c.action = 'delete') THEN
+        t := NULL;
+        running := false;
+    END IF;
+END
+$$;
+
+-- Record a change of a running timer for its run to apply; audited like the change.
+CREATE OR REPLACE FUNCTION timers._ask_pending(p_actor name, t timers.timers, p_action text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    INSERT INTO timers.pending_changes AS c (timer_id, action, requested_by)
+    VALUES (t.id, p_action, p_actor)
+    ON CONFLICT (timer_id) DO UPDATE
+        SET action = EXCLUDED.action, requested_by = EXCLUDED.requested_by,
+            requested_at = EXCLUDED.requested_at;
+    PERFORM timers._audit(p_actor, p_action, t.name, jsonb_build_object(
+        'enabled', CASE p_action WHEN 'enable' THEN true WHEN 'disable' THEN false END,
+        'while_running', true));
+    PERFORM timers._notify(p_action, t.name);
+END
+$$;
+
+-- The backend running timer p_id now: the holder of its row lock, when that backend
+-- is a pgtimers runner's (a member of pgtimers_runner) naming the timer in its
+-- application_name. NULL when it is not running.
+CREATE OR REPLACE FUNCTION timers._run_backend(p_id bigint) RETURNS integer
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT l.pid
+          FROM timers.timers t
+          JOIN pg_catalog.pg_locks l ON l.locktype = 'transactionid' AND l.transactionid = t.xmax
+                                    AND l.mode = 'ExclusiveLock' AND l.granted
+          CROSS JOIN LATERAL pg_catalog.pg_stat_get_activity(l.pid) a
+         WHERE t.id = p_id AND t.xmax <> '0'::xid
+           AND a.application_name = left('pgtimers: ' || t.name, 63)
+           AND pg_has_role(a.usesysid, 'pgtimers_runner', 'MEMBER')
+         LIMIT 1
+    $$;
+
+-- The body of timers.cancel: cancel the backend running the timer, if one is.
+CREATE OR REPLACE FUNCTION timers._cancel(p_actor name, p_name text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    t timers.timers;
+    v_pid integer;
+    v_done boolean;
+BEGIN
+    PERFORM timers._take_ticket(p_actor, 'cancel a run');
+    SELECT * INTO t FROM timers.timers x WHERE lower(x.name) = lower(p_name) COLLATE "default";
+    IF NOT FOUND THEN
+        PERFORM timers._no_such_timer(p_name);
+    END IF;
+    v_pid := timers._run_backend(t.id);
+    IF v_pid IS NULL THEN
+        RETURN jsonb_build_object('name', t.name, 'running', false, 'cancelled', false);
+    END IF;
+    PERFORM timers._audit(p_actor, 'cancel', t.name, jsonb_build_object('pid', v_pid));
+    BEGIN
+        v_done := pg_cancel_backend(v_pid);
+    EXCEPTION WHEN insufficient_privilege THEN
+        RAISE EXCEPTION 'cannot cancel the run of timer %: the role that installed pgtimers may not signal the runner''s session', timers._shown(t.name)
+            USING ERRCODE = '42501',
+                  HINT = 'GRANT pg_signal_backend TO the role that installed pgtimers, or cancel it as a superuser.';
+    END;
+    RETURN jsonb_build_object('name', t.name, 'running', true, 'cancelled', v_done, 'pid', v_pid);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION timers.cancel(name text) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM timers._require_admin('cancel a run');
+    RETURN timers._cancel(current_user, cancel.name);
+END
+$$;
+
+COMMENT ON FUNCTION timers.cancel(text) IS
+    'Cancel the running run of a timer: it fails with "cancelled" and its SQL rolls back; the timer keeps its schedule (turn it off first with timers.enable(name, false) to stop it for good). Returns {name, running, cancelled}. Needs pgtimers_admin.';
+
+-- ---------------------------------------------------------------------------
+-- Rights
+-- ---------------------------------------------------------------------------
+REVOKE ALL ON FUNCTION
+    timers._plan(timers.timers,timestamp with time zone),
+    timers._no_such_timer(text),
+    timers._lock_for_change(text),
+    timers._refuse_locked(timers.timers,text),
+    timers._check_options(text,timestamp with time zone,timestamp with time zone,bigint,interval,text),
+    timers._require_calendar(jsonb),
+    timers._save(name,text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text),
+    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text),
+    timers._set_enabled(name,text,boolean),
+    timers.enable(text,boolean),
+    timers._delete(name,text),
+    timers.delete(text),
+    timers._set_timezone(name,text),
+    timers.set_timezone(text),
+    timers.unlock(text),
+    timers._apply_pending(bigint),
+    timers._lock_or_running(text),
+    timers._ask_pending(name,timers.timers,text),
+    timers._run_backend(bigint),
+    timers._cancel(name,text),
+    timers.cancel(text)
+    FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
+GRANT EXECUTE ON FUNCTION
+    timers._plan(timers.timers,timestamp with time zone),
+    timers._no_such_timer(text),
+    timers._lock_for_change(text),
+    timers._refuse_locked(timers.timers,text),
+    timers._check_options(text,timestamp with time zone,timestamp with time zone,bigint,interval,text),
+    timers._require_calendar(jsonb),
+    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text),
+    timers.enable(text,boolean),
+    timers.delete(text),
+    timers.set_timezone(text)
+    TO PUBLIC;
+GRANT EXECUTE ON FUNCTION
+    timers._save(name,text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text),
+    timers._set_enabled(name,text,boolean),
+    timers._delete(name,text),
+    timers._set_timezone(name,text),
+    timers._cancel(name,text),
+    timers.cancel(text)
+    TO pgtimers_admin;
+GRANT EXECUTE ON FUNCTION
+    timers._apply_pending(bigint)
+    TO pgtimers_runner;

@@ -1,0 +1,480 @@
+-- pgtimers code: the runner's due set and one run in one transaction: skips, catch-up,
+-- downtime.
+--
+-- Repeatable: applied whole on every install and upgrade, after the versioned
+-- migrations (docs/design.md). Each object here is defined in this file only.
+
+-- Due timers in due order, without locking: the server's clock for plain
+-- timers (index timers_due), each test clock's time for timers on one.
+CREATE OR REPLACE FUNCTION timers._due(p_limit integer)
+    RETURNS TABLE (id bigint, due_at timestamptz, test_clock text)
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT d.id, d.due_at, d.test_clock FROM (
+            (SELECT t.id, t.next_due_at AS due_at, NULL::text AS test_clock
+               FROM timers.timers t
+              WHERE t.next_due_at <= now() AND t.test_clock IS NULL
+              ORDER BY t.next_due_at, t.id
+              LIMIT p_limit)
+            UNION ALL
+            (SELECT t.id, t.next_due_at, t.test_clock
+               FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
+              WHERE t.test_clock IS NOT NULL AND t.next_due_at IS NOT NULL AND t.next_due_at <= c.now
+              ORDER BY t.next_due_at, t.id
+              LIMIT p_limit)
+        ) d
+        ORDER BY d.due_at, d.id
+        LIMIT p_limit
+    $$;
+
+-- When the runner must look next: the earliest due time on the server's
+-- clock, or now when a test-clock timer or a run-now request is waiting;
+-- leaving out timers being run now (their advisory lock is in pg_locks), so
+-- that a long run does not keep the runner awake.
+CREATE OR REPLACE FUNCTION timers._next_wake(
+    OUT db_now timestamptz, OUT wake_at timestamptz, OUT next_at timestamptz)
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT clock_timestamp(),
+            least(
+                (SELECT t.next_due_at FROM timers.timers t
+                  WHERE t.next_due_at IS NOT NULL AND t.test_clock IS NULL
+                  ORDER BY t.next_due_at, t.id LIMIT 1),
+                (SELECT now() WHERE EXISTS (
+                    SELECT 1 FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
+                     WHERE t.test_clock IS NOT NULL AND t.next_due_at IS NOT NULL
+                       AND t.next_due_at <= c.now)),
+                (SELECT now() WHERE EXISTS (
+                    SELECT 1 FROM timers.run_requests r
+                     WHERE r.finished_at IS NULL AND r.requested_at > now() - interval '5 minutes')),
+                (SELECT k.owed_at FROM timers.keyed_timers k
+                  WHERE k.status = 'armed' AND k.test_clock IS NULL
+                  ORDER BY k.owed_at, k.place, k.key LIMIT 1),
+                (SELECT now() WHERE EXISTS (
+                    SELECT 1 FROM timers.keyed_timers k JOIN timers.test_clocks c ON c.name = k.test_clock
+                     WHERE k.test_clock IS NOT NULL AND k.status = 'armed' AND k.owed_at <= c.now))),
+            least(
+                (SELECT t.next_due_at FROM timers.timers t
+                  WHERE t.next_due_at > now() AND t.test_clock IS NULL
+                  ORDER BY t.next_due_at, t.id LIMIT 1),
+                (SELECT k.owed_at FROM timers.keyed_timers k
+                  WHERE k.status = 'armed' AND k.test_clock IS NULL AND k.owed_at > now()
+                  ORDER BY k.owed_at, k.place, k.key LIMIT 1))
+    $$;
+
+-- Record a skip event of a timer (its row locked by the caller): the due times
+-- from p_first to p_last, p_count of them (p_dues lists them when few). Counts
+-- them, keeps the last and its reason, and writes timers.runs rows.
+CREATE OR REPLACE FUNCTION timers._record_skips(
+    t timers.timers, p_dues timestamptz[], p_count bigint, p_first timestamptz,
+    p_last timestamptz, p_reason text, p_runner text) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF p_count IS NULL OR p_count < 1 THEN
+        RETURN NULL;
+    END IF;
+    UPDATE timers.timers
+       SET skipped = skipped + p_count, last_skip_at = p_last, last_skip_reason = p_reason
+     WHERE id = t.id;
+    IF p_count <= timers._skip_rows_cap() AND cardinality(p_dues) = p_count THEN
+        INSERT INTO timers.runs (timer_id, timer, kind, due_at, reason, runner)
+        SELECT t.id, t.name, 'skipped', d, p_reason, p_runner FROM unnest(p_dues) AS d;
+    ELSE
+        INSERT INTO timers.runs (timer_id, timer, kind, due_at, reason, runner)
+        VALUES (t.id, t.name, 'skipped', p_first,
+                format('%s due times from %s to %s skipped: %s',
+                       p_count, timers._iso(p_first), timers._iso(p_last), p_reason), p_runner);
+    END IF;
+    RETURN jsonb_build_object('count', p_count, 'first', timers._iso(p_first),
+                              'last', timers._iso(p_last), 'reason', p_reason);
+END
+$$;
+
+-- Walk a timer's due times from p_from (a due time itself, included) while
+-- they are <= p_upto. Returns how many there are, the first and last, the
+-- first few of them, and the first due time after p_upto (NULL: none).
+CREATE OR REPLACE FUNCTION timers._walk_dues(
+    t timers.timers, p_from timestamptz, p_upto timestamptz,
+    OUT n bigint, OUT first_due timestamptz, OUT last_due timestamptz,
+    OUT before_last timestamptz, OUT dues timestamptz[], OUT next_due timestamptz)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_at timestamptz := p_from;
+    v_cap integer := timers._skip_rows_cap();
+BEGIN
+    n := 0;
+    dues := '{}';
+    WHILE v_at IS NOT NULL AND v_at <= p_upto LOOP
+        n := n + 1;
+        IF n = 1 THEN
+            first_due := v_at;
+        END IF;
+        before_last := last_due;
+        last_due := v_at;
+        IF n <= v_cap THEN
+            dues := dues || v_at;
+        END IF;
+        v_at := timers._plan(t, v_at);
+    END LOOP;
+    next_due := v_at;
+END
+$$;
+
+-- Due times missed while nothing could run them (no runner, or the clock set
+-- forward), for a timer whose next due time is <= p_gap_end (row locked by the
+-- caller). When the latest of them came at or before p_since (a runner was
+-- still up then: its run was cut off, or it was busy) the timer is left to the
+-- regular rule of _run_due, so a due time whose run died with its runner is redone. catch_up 'skip': all are skipped; 'latest': all but the last are
+-- skipped and the last runs (one coalesced run); 'all': each one runs, in
+-- order, so nothing changes here; a one-shot always fires late.
+CREATE OR REPLACE FUNCTION timers._apply_gap(
+    t timers.timers, p_gap_end timestamptz, p_reason text, p_runner text,
+    p_since timestamptz DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_mode text := coalesce(t.catch_up, 'skip');
+    w record;
+    v_skip timestamptz[];
+    v_event jsonb;
+BEGIN
+    IF t.next_due_at IS NULL OR t.next_due_at > p_gap_end
+       OR v_mode = 'all' OR t.spec->>'kind' = 'once' THEN
+        RETURN NULL;
+    END IF;
+    w := timers._walk_dues(t, t.next_due_at, p_gap_end);
+    IF p_since IS NOT NULL AND w.last_due <= p_since THEN
+        RETURN NULL;
+    END IF;
+    IF v_mode = 'latest' THEN
+        IF w.n <= 1 THEN
+            RETURN NULL;
+        END IF;
+        v_skip := w.dues[1:least(w.n - 1, timers._skip_rows_cap())];
+        v_event := timers._record_skips(t, v_skip, w.n - 1, w.first_due, w.before_last,
+            format('%s; coalesced into the run due at %s', p_reason, timers._iso(w.last_due)), p_runner);
+        UPDATE timers.timers SET next_due_at = w.last_due, catch_up_due_at = NULL WHERE id = t.id;
+        RETURN v_event || jsonb_build_object('timer', t.name, 'next_due_at', timers._iso(w.last_due));
+    END IF;
+    -- skip
+    v_event := timers._record_skips(t, w.dues, w.n, w.first_due, w.last_due, p_reason, p_runner);
+    UPDATE timers.timers
+       SET next_due_at = w.next_due, catch_up_due_at = NULL, expired = (w.next_due IS NULL)
+     WHERE id = t.id;
+    RETURN v_event || jsonb_build_object('timer', t.name, 'next_due_at', timers._iso(w.next_due));
+END
+$$;
+
+-- A scheduled or run-now run of a timer's SQL, in a sub-block (a savepoint): an
+-- error or the time limit (statement_timeout, set by the runner) rolls back the
+-- SQL's effects only. Sets the run context first. Returns the outcome.
+CREATE OR REPLACE FUNCTION timers._execute(t timers.timers, p_due timestamptz, p_now timestamptz)
+    RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_start timestamptz;
+    v_rows bigint := 0;
+    v_ok boolean := true;
+    v_error text := '';
+    v_state text := '';
+BEGIN
+    PERFORM set_config('pgtimers.timer', t.name, true);
+    PERFORM set_config('pgtimers.due_at', timers._iso(p_due), true);
+    PERFORM set_config('application_name', left('pgtimers: ' || t.name, 63), true);
+    v_start := clock_timestamp();
+    BEGIN
+        -- a trading timer whose calendar is gone fails: calendar 'X' does not exist
+        PERFORM timers._calendar_ready(t.spec, p_due, timers._zone(t.timezone));
+        v_rows := timers._exec_as(t.owner, t.sql);
+    EXCEPTION WHEN query_canceled OR OTHERS THEN
+        v_ok := false;
+        v_state := SQLSTATE;
+        v_error := timers._run_error(SQLSTATE, SQLERRM, t.timeout);
+    END;
+    RETURN jsonb_build_object(
+        'ok', v_ok, 'error', v_error, 'sqlstate', v_state, 'rows', coalesce(v_rows, 0),
+        'started_at', v_start, 'took_ms', timers._ms(clock_timestamp() - v_start),
+        'late_ms', CASE WHEN t.test_clock IS NULL THEN timers._ms(v_start - p_due)
+                        ELSE timers._ms(p_now - p_due) END);
+END
+$$;
+
+-- The seed's rule after a run of due time p_due that started at p_started and
+-- ended at p_ended (t.scheduled_runs already counts it). The next due time n1
+-- normally comes after the run ended. When it came during the run, it gets one
+-- catch-up run right away if the run took less than one interval (n1 - p_due)
+-- and ended before the regular time after n1; otherwise every due time that
+-- came during the run is skipped and the timer keeps its regular times.
+-- catch_up = 'all' never skips: each due time runs, in order.
+CREATE OR REPLACE FUNCTION timers._after_run(
+    t timers.timers, p_due timestamptz, p_started timestamptz, p_ended timestamptz,
+    OUT next_due timestamptz, OUT catch_up boolean, OUT skip_n bigint,
+    OUT skip_first timestamptz, OUT skip_last timestamptz, OUT skip_dues timestamptz[])
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_n1 timestamptz := timers._plan(t, p_due);
+    v_n2 timestamptz;
+    w record;
+BEGIN
+    catch_up := false;
+    skip_n := 0;
+    next_due := v_n1;
+    IF v_n1 IS NULL OR v_n1 > p_ended OR coalesce(t.catch_up, 'skip') = 'all' THEN
+        RETURN;
+    END IF;
+    v_n2 := timers._plan(t, v_n1);
+    IF p_ended - p_started < v_n1 - p_due AND (v_n2 IS NULL OR p_ended < v_n2) THEN
+        catch_up := true;
+        RETURN;
+    END IF;
+    w := timers._walk_dues(t, v_n1, p_ended);
+    next_due := w.next_due;
+    skip_n := w.n;
+    skip_first := w.first_due;
+    skip_last := w.last_due;
+    skip_dues := w.dues;
+END
+$$;
+
+-- The whole run of one due time, in the caller's transaction. The runner has
+-- claimed the row (the runner's named query claim_due) and set statement_timeout;
+-- this locks it again (a no-op for the claimer), so it is also safe to call on
+-- its own. Returns NULL when the due time is not this caller's to run (run by
+-- someone else, being run, no longer due), else what happened, as jsonb.
+CREATE OR REPLACE FUNCTION timers._run_due(p_id bigint, p_due timestamptz, p_runner text)
+    RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    t timers.timers;
+    v_now timestamptz;
+    v_due timestamptz := p_due;
+    v_kind text;
+    v_started timestamptz;
+    v_ended timestamptz;
+    v_cap integer := timers._skip_rows_cap();
+    v_skips jsonb := '[]';
+    v_event jsonb;
+    w record;
+    a record;
+    r jsonb;
+    v_ok boolean;
+    v_late bigint;
+BEGIN
+    SELECT * INTO t FROM timers.timers
+     WHERE id = p_id AND next_due_at = p_due FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    -- turned off or deleted while it ran: done now, and nothing runs
+    IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id)
+       AND timers._apply_pending(t.id) THEN
+        RETURN NULL;
+    END IF;
+    IF NOT t.enabled OR t.expired THEN
+        UPDATE timers.timers SET next_due_at = NULL WHERE id = t.id;
+        RETURN NULL;
+    END IF;
+    -- The exactly-once guard: a due time at or before the high-water mark has
+    -- committed already (the clock was set back, or the timer was re-planned).
+    IF t.last_due_at IS NOT NULL AND p_due <= t.last_due_at THEN
+        UPDATE timers.timers SET next_due_at = timers._plan(t, t.last_due_at) WHERE id = t.id;
+        RETURN jsonb_build_object('timer', t.name, 'due_at', timers._iso(p_due), 'replanned', true);
+    END IF;
+    v_now := timers._now(t.test_clock);
+    IF v_now IS NULL OR p_due > v_now THEN
+        RETURN NULL;
+    END IF;
+    v_kind := CASE WHEN t.catch_up_due_at = p_due THEN 'catch_up' ELSE 'scheduled' END;
+
+    -- Never run a due time whose successor has come (unless catch_up = 'all'):
+    -- the earlier ones are skipped, the latest runs.
+    IF coalesce(t.catch_up, 'skip') <> 'all' AND t.spec->>'kind' <> 'once' THEN
+        w := timers._walk_dues(t, p_due, v_now);
+        IF w.n > 1 THEN
+            v_event := timers._record_skips(t, w.dues[1:least(w.n - 1, v_cap)], w.n - 1,
+                w.first_due, w.before_last,
+                'late: the next due time had come before a run could start', p_runner);
+            v_skips := v_skips || jsonb_build_array(v_event);
+            v_due := w.last_due;
+            v_kind := 'scheduled';
+        END IF;
+    END IF;
+
+    r := timers._execute(t, v_due, v_now);
+    v_ok := (r->>'ok')::boolean;
+    v_late := (r->>'late_ms')::bigint;
+    IF t.test_clock IS NULL THEN
+        v_started := (r->>'started_at')::timestamptz;
+        v_ended := clock_timestamp();
+    ELSE
+        v_started := v_now;
+        v_ended := v_now;
+    END IF;
+
+    t.scheduled_runs := t.scheduled_runs + 1;
+    a := timers._after_run(t, v_due, v_started, v_ended);
+    IF a.skip_n > 0 THEN
+        v_event := timers._record_skips(t, a.skip_dues, a.skip_n, a.skip_first, a.skip_last,
+            format('the run due at %s was still running', timers._iso(v_due)), p_runner);
+        v_skips := v_skips || jsonb_build_array(v_event);
+    END IF;
+
+    UPDATE timers.timers SET
+        last_due_at = v_due,
+        last_run_at = v_started,
+        last_late_ms = v_late,
+        max_late_ms = greatest(max_late_ms, v_late),
+        last_ok = v_ok,
+        last_error = r->>'error',
+        last_took_ms = (r->>'took_ms')::bigint,
+        last_rows = (r->>'rows')::bigint,
+        runs = runs + 1,
+        scheduled_runs = scheduled_runs + 1,
+        failures = failures + CASE WHEN v_ok THEN 0 ELSE 1 END,
+        caught_up = caught_up + CASE WHEN v_kind = 'catch_up' THEN 1 ELSE 0 END,
+        next_due_at = a.next_due,
+        catch_up_due_at = CASE WHEN a.catch_up THEN a.next_due END,
+        expired = (a.next_due IS NULL)
+     WHERE id = t.id;
+    INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, late_ms, ok,
+                             error, rows, runner)
+    VALUES (t.id, t.name, v_kind, v_due, (r->>'started_at')::timestamptz, (r->>'took_ms')::bigint,
+            v_late, v_ok, r->>'error', (r->>'rows')::bigint, p_runner);
+    -- a change asked for during the run takes effect with it
+    IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id) THEN
+        PERFORM timers._apply_pending(t.id);
+    END IF;
+
+    RETURN jsonb_build_object(
+        'timer', t.name, 'kind', v_kind, 'due_at', timers._iso(v_due), 'ok', v_ok,
+        'error', r->>'error', 'sqlstate', r->>'sqlstate', 'rows', (r->>'rows')::bigint,
+        'took_ms', (r->>'took_ms')::bigint, 'late_ms', v_late,
+        'next_due_at', timers._iso(a.next_due), 'expired', a.next_due IS NULL,
+        'skipped', v_skips);
+END
+$$;
+
+-- Apply the gap rules to every armed timer whose next due time is at or
+-- before its clock's now; p_since: when a runner was last seen. Returns the
+-- skip events.
+CREATE OR REPLACE FUNCTION timers._apply_gaps(p_reason text, p_runner text, p_since timestamptz)
+    RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    t timers.timers;
+    v_event jsonb;
+    v_events jsonb := '[]';
+BEGIN
+    FOR t IN
+        SELECT * FROM timers.timers x
+         -- the candidates come from the due indexes, never a scan of every timer
+         WHERE x.id IN (SELECT d.id FROM timers.timers d
+                         WHERE d.test_clock IS NULL AND d.next_due_at <= now()
+                        UNION ALL
+                        SELECT d.id FROM timers.timers d
+                          JOIN timers.test_clocks k ON k.name = d.test_clock
+                         WHERE d.test_clock IS NOT NULL AND d.next_due_at IS NOT NULL
+                           AND d.next_due_at <= k.now)
+           AND x.enabled AND NOT x.expired
+         ORDER BY x.id
+           FOR UPDATE OF x SKIP LOCKED
+    LOOP
+        -- a test clock only moves while a runner is up (or it is downtime): no p_since there
+        v_event := timers._apply_gap(t, timers._now(t.test_clock), p_reason, p_runner,
+                                     CASE WHEN t.test_clock IS NULL THEN p_since END);
+        IF v_event IS NOT NULL THEN
+            v_events := v_events || jsonb_build_array(v_event);
+        END IF;
+    END LOOP;
+    RETURN v_events;
+END
+$$;
+
+-- The server's clock was set forward from p_from to p_to: due times in that
+-- span were jumped over; they follow each timer's catch_up like downtime.
+CREATE OR REPLACE FUNCTION timers._clock_jump(p_from timestamptz, p_to timestamptz, p_runner text)
+    RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    t timers.timers;
+    v_event jsonb;
+    v_events jsonb := '[]';
+BEGIN
+    FOR t IN
+        SELECT * FROM timers.timers x
+         WHERE x.test_clock IS NULL AND x.next_due_at > p_from AND x.next_due_at <= p_to
+           AND x.enabled AND NOT x.expired
+         ORDER BY x.id
+           FOR UPDATE SKIP LOCKED
+    LOOP
+        v_event := timers._apply_gap(t, p_to, 'the clock was set forward', p_runner);
+        IF v_event IS NOT NULL THEN
+            v_events := v_events || jsonb_build_array(v_event);
+        END IF;
+    END LOOP;
+    RETURN v_events;
+END
+$$;
+
+-- The message of a failed run: an error's text (cut), a time limit or a cancel said plainly.
+CREATE OR REPLACE FUNCTION timers._run_error(p_sqlstate text, p_message text, p_timeout interval)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT CASE
+            WHEN p_sqlstate = '57014' AND p_message LIKE '%statement timeout%'
+                THEN format('timed out: the run took longer than its timeout of %s',
+                            coalesce(p_timeout, interval '10 minutes'))
+            WHEN p_sqlstate = '57014'
+                THEN 'cancelled: ' || timers._cut(p_message)
+                     || ' (timers.cancel, or pg_cancel_backend of the run''s session)'
+            ELSE timers._cut(p_message) END
+    $$;
+
+-- ---------------------------------------------------------------------------
+-- Rights
+-- ---------------------------------------------------------------------------
+REVOKE ALL ON FUNCTION
+    timers._due(integer),
+    timers._next_wake(),
+    timers._record_skips(timers.timers,timestamp with time zone[],bigint,timestamp with time zone,timestamp with time zone,text,text),
+    timers._walk_dues(timers.timers,timestamp with time zone,timestamp with time zone),
+    timers._apply_gap(timers.timers,timestamp with time zone,text,text,timestamp with time zone),
+    timers._execute(timers.timers,timestamp with time zone,timestamp with time zone),
+    timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone),
+    timers._run_due(bigint,timestamp with time zone,text),
+    timers._apply_gaps(text,text,timestamp with time zone),
+    timers._clock_jump(timestamp with time zone,timestamp with time zone,text),
+    timers._run_error(text,text,interval)
+    FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
+GRANT EXECUTE ON FUNCTION
+    timers._due(integer),
+    timers._next_wake(),
+    timers._record_skips(timers.timers,timestamp with time zone[],bigint,timestamp with time zone,timestamp with time zone,text,text),
+    timers._walk_dues(timers.timers,timestamp with time zone,timestamp with time zone),
+    timers._apply_gap(timers.timers,timestamp with time zone,text,text,timestamp with time zone),
+    timers._execute(timers.timers,timestamp with time zone,timestamp with time zone),
+    timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone),
+    timers._run_due(bigint,timestamp with time zone,text),
+    timers._apply_gaps(text,text,timestamp with time zone),
+    timers._clock_jump(timestamp with time zone,timestamp with time zone,text),
+    timers._run_error(text,text,interval)
+    TO pgtimers_runner;

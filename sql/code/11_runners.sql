@@ -1,0 +1,119 @@
+-- pgtimers code: runners: liveness, start, heartbeat, stop.
+--
+-- Repeatable: applied whole on every install and upgrade, after the versioned
+-- migrations (docs/design.md). Each object here is defined in this file only.
+
+-- How many runners serve this database right now: registered control backends that
+-- are still there (same pid, database and application_name) and log in as a member
+-- of pgtimers_runner (what pg_stat_get_activity shows every role).
+CREATE OR REPLACE FUNCTION timers._live_runners() RETURNS integer
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT count(*)::integer
+          FROM timers.runners r
+          CROSS JOIN LATERAL pg_stat_get_activity(r.backend_pid) a
+         WHERE r.stopped_at IS NULL
+           AND a.datid = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+           AND a.application_name = r.application_name
+           AND pg_has_role(a.usesysid, 'pgtimers_runner', 'MEMBER')
+    $$;
+
+-- A runner starts serving this database. When no other runner is live, the due
+-- times missed before now were missed while no runner served it: they follow each
+-- timer's catch_up. The caller's session (with its application_name) is registered.
+CREATE OR REPLACE FUNCTION timers._runner_start(
+    p_runner text, p_host text, p_os_pid integer, p_version text, p_workers integer) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_others integer;
+    v_since timestamptz;
+    v_events jsonb := '[]';
+BEGIN
+    PERFORM timers._take_lock('runner_start', interval '10 seconds');
+    v_others := timers._live_runners();
+    IF v_others = 0 THEN
+        -- a live runner updates seen_at every second; the margin covers that
+        v_since := (SELECT max(r.seen_at) FROM timers.runners r) + interval '2 seconds';
+        v_events := timers._apply_gaps('no runner was serving the database', p_runner, v_since);
+    END IF;
+    -- rows of runners gone for a week are history nobody needs
+    DELETE FROM timers.runners r WHERE r.id = p_runner OR r.seen_at < now() - interval '7 days';
+    INSERT INTO timers.runners (id, host, os_pid, backend_pid, version, workers, application_name)
+    VALUES (p_runner, p_host, p_os_pid, pg_backend_pid(), p_version, p_workers,
+            current_setting('application_name'));
+    RETURN jsonb_build_object('other_runners', v_others, 'downtime', v_others = 0,
+                              'last_seen', v_since - interval '2 seconds', 'skipped', v_events);
+END
+$$;
+
+-- The runner is alive (called every second; durability is not needed for it).
+CREATE OR REPLACE FUNCTION timers._runner_beat(p_runner text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    UPDATE timers.runners SET seen_at = now() WHERE id = p_runner;
+END
+$$;
+
+-- A runner stops serving (its row stays: seen_at says until when it served).
+CREATE OR REPLACE FUNCTION timers._runner_stop(p_runner text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    UPDATE timers.runners SET seen_at = now(), stopped_at = now() WHERE id = p_runner;
+END
+$$;
+
+-- Take one of timers.locks, waiting at most p_wait; after that, name who holds it.
+CREATE OR REPLACE FUNCTION timers._take_lock(p_name text, p_wait interval) RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_old text := current_setting('lock_timeout');
+    v_holders text;
+BEGIN
+    PERFORM set_config('lock_timeout', (extract(epoch FROM p_wait) * 1000)::bigint::text, true);
+    BEGIN
+        PERFORM 1 FROM timers.locks k WHERE k.name = p_name FOR UPDATE;
+    EXCEPTION WHEN lock_not_available THEN
+        SELECT string_agg(format('pid %s (role %s, %s)', a.pid, pg_get_userbyid(a.usesysid),
+                                 coalesce(nullif(a.application_name, ''), 'no application_name')), ', ')
+          INTO v_holders
+          FROM timers.locks k
+          JOIN pg_locks l ON l.locktype = 'transactionid' AND l.transactionid = k.xmax AND l.granted
+          CROSS JOIN LATERAL pg_stat_get_activity(l.pid) a
+         WHERE k.name = p_name;
+        RAISE EXCEPTION 'pgtimers lock "%" was not free within %: it is held by %', p_name, p_wait,
+            coalesce(v_holders, 'a session that has ended')
+            USING ERRCODE = '55P03';
+    END;
+    PERFORM set_config('lock_timeout', v_old, true);
+END
+$$;
+
+-- ---------------------------------------------------------------------------
+-- Rights
+-- ---------------------------------------------------------------------------
+REVOKE ALL ON FUNCTION
+    timers._live_runners(),
+    timers._runner_start(text,text,integer,text,integer),
+    timers._runner_beat(text),
+    timers._runner_stop(text),
+    timers._take_lock(text,interval)
+    FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
+GRANT EXECUTE ON FUNCTION
+    timers._live_runners()
+    TO pgtimers_reader, pgtimers_runner;
+GRANT EXECUTE ON FUNCTION
+    timers._runner_start(text,text,integer,text,integer),
+    timers._runner_beat(text),
+    timers._runner_stop(text),
+    timers._take_lock(text,interval)
+    TO pgtimers_runner;
