@@ -40,10 +40,10 @@ SELECT t.id, t.next_due_at,
 -- name: claim_keyed
 -- The next keyed timer in tick order (owed_at, place, key bytes) on a clock
 -- whose fire lock this transaction takes (sql/0009_keyed.sql); no row when none.
-SELECT k.id, k.owed_at, k.timeout_ms FROM timers._claim_keyed($1::bigint[]) k
+SELECT k.id, k.owed_at, k.timeout_ms FROM timers._keyed_claim($1::bigint[]) k
 
 -- name: fire_keyed
-SELECT timers._fire_keyed($1, $2, $3)
+SELECT timers._keyed_fire($1, $2, $3)
 
 -- name: reset_session
 -- After a run: whatever session state a timer's SQL left (plain SET, temp tables,
@@ -84,7 +84,7 @@ SELECT timers._runner_beat($1)
 SELECT timers._runner_stop($1)
 
 -- name: clock_jump
-SELECT timers._clock_jump($1, $2, $3)
+SELECT timers._server_clock_jumped($1, $2, $3)
 
 -- name: prune
 SELECT timers._prune()

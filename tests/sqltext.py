@@ -62,3 +62,23 @@ def _strip_comments(statement: str) -> str:
 def head(statement: str, words: int = 8) -> str:
     """The first words of a statement, upper-cased and on one line."""
     return " ".join(statement.split()[:words]).upper()
+
+
+def without_strings(text: str) -> str:
+    """The text with every string constant ('..', E'..', $tag$..$tag$) and comment blanked."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text.startswith("--", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        elif text[i] == "'":
+            i = _string_end(text, i)
+            out.append("''")
+        elif text[i] == "$" and (found := _DOLLAR.match(text, i)) and not _in_word(text, i):
+            i = text.index(found.group(0), found.end()) + len(found.group(0))
+            out.append("''")
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)

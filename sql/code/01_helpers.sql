@@ -88,7 +88,7 @@ $$;
 -- A name (or any short text) given by a caller, as a message shows it: quoted as
 -- a literal, control characters (C0, DEL, C1) made visible as '?', cut short after
 -- p_max characters ('…'). NULL shows as NULL.
-CREATE OR REPLACE FUNCTION timers._shown(p_text text, p_max integer DEFAULT 80) RETURNS text
+CREATE OR REPLACE FUNCTION timers._quoted(p_text text, p_max integer DEFAULT 80) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -137,7 +137,7 @@ REVOKE ALL ON FUNCTION
     timers._skip_rows_cap(),
     timers._in_transaction_block_message(),
     timers._read_only_view(),
-    timers._shown(text,integer),
+    timers._quoted(text,integer),
     timers._refuse_in_block(text,text,text),
     timers._cut(text)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
@@ -153,7 +153,7 @@ GRANT EXECUTE ON FUNCTION
     timers._ms(interval),
     timers._skip_rows_cap(),
     timers._in_transaction_block_message(),
-    timers._shown(text,integer)
+    timers._quoted(text,integer)
     TO PUBLIC;
 GRANT EXECUTE ON FUNCTION
     timers._refuse_in_block(text,text,text)

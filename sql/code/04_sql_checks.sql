@@ -123,6 +123,31 @@ SELECT coalesce(array_agg(c.p ORDER BY c.p), '{}'), coalesce(array_agg(c.b ORDER
  WHERE c.m IN ('/*', '*/')
 $fn$;
 
+-- The first index from p_from on whose element is at least p_value, in an array sorted
+-- ascending (cardinality + 1 when there is none): a binary search.
+CREATE OR REPLACE FUNCTION timers._first_at_least(p_sorted integer[], p_value integer,
+                                                  p_from integer DEFAULT 1)
+RETURNS integer
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    lo integer := p_from;
+    hi integer := coalesce(cardinality(p_sorted), 0) + 1;
+    mid integer;
+BEGIN
+    WHILE lo < hi LOOP
+        mid := (lo + hi) / 2;
+        IF p_sorted[mid] < p_value THEN
+            lo := mid + 1;
+        ELSE
+            hi := mid;
+        END IF;
+    END LOOP;
+    RETURN lo;
+END
+$fn$;
+
 -- The tokens of a text: n (their order; folded tokens leave gaps), pos (1-based
 -- character position), tok and kind:
 --   't' comment, 's' string constant ('..', E'..', $$..$$, $fn$..$fn$),
@@ -187,8 +212,6 @@ DECLARE
     t text;
     depth integer;
     lo integer;
-    hi integer;
-    mid integer;
 BEGIN
     IF sql IS NULL OR sql = '' THEN
         RETURN;
@@ -273,12 +296,7 @@ BEGIN
                 IF cpos IS NULL THEN
                     SELECT c.pos, c.bytes, c.opens INTO cpos, cbyte, copen FROM timers._sql_comment_delimiters(sql) AS c;
                 END IF;
-                lo := 1;
-                hi := cardinality(cpos);
-                WHILE lo < hi LOOP   -- the '/*' at p
-                    mid := (lo + hi) / 2;
-                    IF cpos[mid] < p THEN lo := mid + 1; ELSE hi := mid; END IF;
-                END LOOP;
+                lo := timers._first_at_least(cpos, p);   -- the '/*' at p
                 depth := 0;
                 e := p - 1;          -- scanned up to here
                 j := lo;
@@ -301,12 +319,7 @@ BEGIN
                     SELECT d.pos, d.bytes, d.tags INTO dpos, dbyte, dtag FROM timers._sql_dollar_delimiters(sql) AS d;
                 END IF;
                 -- the first delimiter after the opening tag that is the same tag
-                lo := 1;
-                hi := cardinality(dpos) + 1;
-                WHILE lo < hi LOOP
-                    mid := (lo + hi) / 2;
-                    IF dpos[mid] < p + length(t) THEN lo := mid + 1; ELSE hi := mid; END IF;
-                END LOOP;
+                lo := timers._first_at_least(dpos, p + length(t));
                 WHILE lo <= cardinality(dpos) AND dtag[lo] <> t LOOP
                     lo := lo + 1;
                 END LOOP;
@@ -327,12 +340,7 @@ BEGIN
                 -- The token lexed right after it, if the lexing inside left one
                 -- there: from a token's start on, the tokens are what lexing from
                 -- there gives (a token's extent depends on what follows only).
-                lo := i;
-                hi := cardinality(ws) + 1;
-                WHILE lo < hi LOOP
-                    mid := (lo + hi) / 2;
-                    IF ws[mid] <= e THEN lo := mid + 1; ELSE hi := mid; END IF;
-                END LOOP;
+                lo := timers._first_at_least(ws, e + 1, i);
                 IF lo <= cardinality(ws) AND ws[lo] = e + 1 THEN
                     IF lo - 1 > i THEN
                         wskip_from := wskip_from || (i + 1);
@@ -570,6 +578,133 @@ SELECT (row_number() OVER (ORDER BY st.part))::integer, st.pos, st.head,
  ORDER BY st.part
 $fn$;
 
+-- A statement head as the refusal rules read it: its words with one space between,
+-- CREATE OR REPLACE as CREATE; for SET and RESET the setting's name unquoted and
+-- upper-cased, after LOCAL or SESSION; for COPY only the direction and the word after
+-- it (COPY TO PROGRAM); for GRANT and REVOKE only whether they are ON something.
+CREATE OR REPLACE FUNCTION timers._sql_refusal_head(head text[], has_on boolean) RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    w text[] := head;
+    j integer;
+BEGIN
+    IF w[1] IS NULL THEN
+        RETURN NULL;
+    END IF;
+    CASE w[1]
+    WHEN 'CREATE' THEN
+        IF w[2] = 'OR' AND w[3] = 'REPLACE' THEN
+            w := w[1:1] || w[4:];
+        END IF;
+    WHEN 'SET', 'RESET' THEN
+        IF w[1] = 'SET' AND w[2] IN ('LOCAL', 'SESSION')
+           AND w[3] IS DISTINCT FROM 'AUTHORIZATION' AND w[3] IS DISTINCT FROM 'CHARACTERISTICS' THEN
+            w := w[1:1] || w[3:];
+        END IF;
+        -- a setting's name is case-insensitive, quoted or not: SET "Role" = ...
+        IF w[2] LIKE '"%"' THEN
+            w[2] := upper(replace(substr(w[2], 2, length(w[2]) - 2), '""', '"'));
+        END IF;
+    WHEN 'COPY' THEN
+        SELECT min(u.o) INTO j FROM unnest(w) WITH ORDINALITY AS u(x, o) WHERE u.x IN ('TO', 'FROM');
+        w := ARRAY['COPY'] || CASE WHEN j IS NULL THEN '{}'::text[] ELSE w[j:j + 1] END;
+    WHEN 'GRANT', 'REVOKE' THEN
+        w := CASE WHEN has_on THEN ARRAY[w[1], 'ON'] ELSE w[1:1] END;
+    ELSE
+        NULL;
+    END CASE;
+    RETURN array_to_string(w, ' ');
+END
+$fn$;
+
+-- What the SQL check refuses, by statement head (timers._sql_refusal_head): the first
+-- rule for the head's first word (words) whose pattern matches the head's start, in
+-- order n. statement names it in
+-- messages (\1, \2: the pattern's groups); reason says why.
+CREATE OR REPLACE FUNCTION timers._sql_refusal_rules()
+RETURNS TABLE (n integer, words text[], pattern text, statement text, reason text)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $fn$
+    WITH why (key, reason) AS (VALUES
+        ('database', 'a timer works inside its own database'),
+        ('identity', 'a timer runs as the role that saved it'),
+        ('roles', 'a timer runs as the role that saved it and cannot manage roles'),
+        ('transaction',
+         'a run is one transaction, committed together with the run''s bookkeeping, so the SQL'
+         ' cannot end it or start another (a procedure that commits cannot do it either: the SQL'
+         ' runs inside a function); to split work, use several timers'),
+        ('savepoint',
+         'a run is one transaction and its SQL runs inside a function; to undo part of the work'
+         ' on an error, use a DO block with BEGIN ... EXCEPTION'),
+        ('no_block', 'it cannot run inside a transaction block, and a run is one transaction'))
+    SELECT r.n, r.words, r.pattern, r.statement,
+           coalesce(w.reason OPERATOR(pg_catalog.||) coalesce(r.more, ''), r.more)
+      FROM (VALUES
+        (1, ARRAY['CREATE', 'DROP', 'ALTER'], '(CREATE|DROP|ALTER) DATABASE\M', '\1 DATABASE', 'database', NULL),
+        (2, ARRAY['ALTER'], 'ALTER SYSTEM\M', 'ALTER SYSTEM', NULL,
+            'it changes the whole server''s configuration; a timer works inside its own database'),
+        (3, ARRAY['CREATE', 'DROP', 'ALTER'], '(CREATE|DROP|ALTER) (ROLE|GROUP)\M', '\1 \2', 'roles', NULL),
+        (4, ARRAY['CREATE', 'DROP', 'ALTER'], '(CREATE|DROP|ALTER) USER\M(?! MAPPING\M)', '\1 USER', 'roles', NULL),
+        (5, ARRAY['CREATE', 'DROP'], '(CREATE|DROP) TABLESPACE\M', '\1 TABLESPACE', NULL,
+            'tablespaces belong to the whole server, and it cannot run inside a transaction block, and a run is one transaction'),
+        (6, ARRAY['CREATE', 'DROP'], '(CREATE|DROP) INDEX CONCURRENTLY\M', '\1 INDEX CONCURRENTLY', 'no_block', NULL),
+        (7, ARRAY['CREATE'], 'CREATE UNIQUE INDEX CONCURRENTLY\M', 'CREATE INDEX CONCURRENTLY', 'no_block', NULL),
+        (8, ARRAY['ALTER'], 'ALTER TABLE\M.* DETACH PARTITION\M.* CONCURRENTLY\M', 'DETACH PARTITION ... CONCURRENTLY',
+            'no_block', NULL),
+        (9, ARRAY['GRANT', 'REVOKE'], '(GRANT|REVOKE)$', '\1 of a role', 'roles', NULL),
+        (10, ARRAY['SET', 'RESET'], '(SET|RESET) ROLE\M', '\1 ROLE', 'identity', NULL),
+        (11, ARRAY['SET', 'RESET'], '(SET|RESET) (SESSION_AUTHORIZATION|SESSION AUTHORIZATION)\M', '\1 SESSION AUTHORIZATION',
+             'identity', NULL),
+        (12, ARRAY['SET'], 'SET SESSION CHARACTERISTICS\M', 'SET SESSION CHARACTERISTICS', NULL,
+             'it would change the runner''s session beyond this run; use SET TRANSACTION'),
+        (13, ARRAY['RESET'], 'RESET ALL\M', 'RESET ALL', NULL,
+             'it would also reset the run''s own settings (pgtimers.timer, pgtimers.due_at); reset settings one by one'),
+        (14, ARRAY['DISCARD'], 'DISCARD\M', 'DISCARD', NULL,
+             'it would throw away the state of the runner''s session, which outlives the run'),
+        (15, ARRAY['COMMIT'], 'COMMIT PREPARED\M', 'COMMIT PREPARED', 'transaction', NULL),
+        (16, ARRAY['BEGIN', 'COMMIT', 'END', 'ABORT'], '(BEGIN|COMMIT|END|ABORT)\M', '\1', 'transaction', NULL),
+        (17, ARRAY['ROLLBACK'], 'ROLLBACK PREPARED\M', 'ROLLBACK PREPARED', 'transaction', NULL),
+        (18, ARRAY['ROLLBACK'], 'ROLLBACK( WORK| TRANSACTION)? TO\M', 'ROLLBACK TO SAVEPOINT', 'savepoint', NULL),
+        (19, ARRAY['ROLLBACK'], 'ROLLBACK\M', 'ROLLBACK', 'transaction', NULL),
+        (20, ARRAY['START'], 'START TRANSACTION\M', 'START TRANSACTION', 'transaction', NULL),
+        (21, ARRAY['PREPARE'], 'PREPARE TRANSACTION\M', 'PREPARE TRANSACTION', 'transaction', NULL),
+        -- a prepared statement would outlive the run on the runner's shared session
+        (22, ARRAY['PREPARE'], 'PREPARE\M', 'PREPARE', NULL,
+             'a prepared statement would outlive the run in the runner''s session, and could'
+             ' take the name of one the runner executes next; run the statement directly,'
+             ' or use a function'),
+        (23, ARRAY['SAVEPOINT'], 'SAVEPOINT\M', 'SAVEPOINT', 'savepoint', NULL),
+        (24, ARRAY['RELEASE'], 'RELEASE\M', 'RELEASE SAVEPOINT', 'savepoint', NULL),
+        (25, ARRAY['DEALLOCATE'], 'DEALLOCATE\M', 'DEALLOCATE', NULL,
+             'it would drop prepared statements of the runner''s session, which outlives the run'
+             ' (a timer cannot PREPARE its own)'),
+        (26, ARRAY['EXECUTE'], 'EXECUTE\M', 'EXECUTE', NULL,
+             'it would run a prepared statement of the runner''s session (a timer cannot PREPARE'
+             ' its own); run the statement directly, or use a function'),
+        (27, ARRAY['DECLARE'], 'DECLARE( (?!FOR )\S+)* WITH HOLD\M', 'DECLARE ... WITH HOLD', NULL,
+             'a holdable cursor''s query runs at COMMIT, after the SQL has returned, as the'
+             ' runner rather than the timer''s owner; declare the cursor without WITH HOLD'),
+        (28, ARRAY['VACUUM'], 'VACUUM\M', 'VACUUM', 'no_block', ' (ANALYZE can)'),
+        (29, ARRAY['REINDEX'], 'REINDEX \S+ CONCURRENTLY\M', 'REINDEX CONCURRENTLY', 'no_block', NULL),
+        (30, ARRAY['REINDEX'], 'REINDEX (SCHEMA|DATABASE|SYSTEM)\M', 'REINDEX \1', 'no_block',
+             ' (REINDEX TABLE and REINDEX INDEX can)'),
+        (31, ARRAY['CLUSTER'], 'CLUSTER( VERBOSE)?$', 'CLUSTER without a table', 'no_block', ' (CLUSTER of one table can)'),
+        (32, ARRAY['LISTEN', 'UNLISTEN'], '(LISTEN|UNLISTEN)\M', '\1', NULL,
+             'a run''s session does not receive notifications; NOTIFY and pg_notify() do work'),
+        (33, ARRAY['LOAD'], 'LOAD\M', 'LOAD', NULL,
+             'it loads a library into the runner''s server process; a timer works inside its own database'),
+        (34, ARRAY['COPY'], 'COPY (TO|FROM) PROGRAM\M', 'COPY ... PROGRAM', NULL,
+             'it runs a program on the database server; a timer works inside its own database'),
+        (35, ARRAY['COPY'], 'COPY (TO|FROM) (STDIN|STDOUT)\M', 'COPY ... \2', NULL,
+             'a timer has no client to copy from or to; use INSERT ... SELECT'),
+        (36, ARRAY['COPY'], 'COPY\M', 'COPY ... a file', NULL,
+             'it reads or writes a file on the database server; a timer works inside its own database')
+      ) AS r (n, words, pattern, statement, why, more)
+      LEFT JOIN why w ON w.key OPERATOR(pg_catalog.=) r.why
+$fn$;
+
 -- Why a statement is refused, from its head (see _sql_statements): statement (its
 -- name in messages) and reason, both NULL when it is allowed.
 --
@@ -594,183 +729,17 @@ LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-    r_database constant text := 'a timer works inside its own database';
-    r_identity constant text := 'a timer runs as the role that saved it';
-    r_roles constant text := 'a timer runs as the role that saved it and cannot manage roles';
-    r_transaction constant text :=
-        'a run is one transaction, committed together with the run''s bookkeeping, so the SQL'
-        ' cannot end it or start another (a procedure that commits cannot do it either: the SQL'
-        ' runs inside a function); to split work, use several timers';
-    r_savepoint constant text :=
-        'a run is one transaction and its SQL runs inside a function; to undo part of the work'
-        ' on an error, use a DO block with BEGIN ... EXCEPTION';
-    r_no_block constant text :=
-        'it cannot run inside a transaction block, and a run is one transaction';
-    w1 text := head[1];
-    w2 text := head[2];
-    w3 text := head[3];
-    v text;      -- SET/RESET target, normalized
-    v2 text;
-    j integer;
+    v_head constant text := timers._sql_refusal_head(head, has_on);
+    r record;
 BEGIN
-    IF w1 IS NULL THEN
-        RETURN;
-    END IF;
-    CASE w1
-    WHEN 'CREATE', 'DROP', 'ALTER' THEN
-        IF w1 = 'CREATE' AND w2 = 'OR' AND w3 = 'REPLACE' THEN
-            w2 := head[4];
-            w3 := head[5];
+    FOR r IN SELECT x.pattern, x.statement, x.reason FROM timers._sql_refusal_rules() x
+              WHERE split_part(v_head, ' ', 1) = ANY (x.words) ORDER BY x.n LOOP
+        IF v_head ~ ('^' || r.pattern) THEN
+            statement := regexp_replace(v_head, '^' || r.pattern || '.*$', r.statement);
+            reason := r.reason;
+            RETURN;
         END IF;
-        IF w2 = 'DATABASE' THEN
-            statement := w1 || ' DATABASE';
-            reason := r_database;
-        ELSIF w1 = 'ALTER' AND w2 = 'SYSTEM' THEN
-            statement := 'ALTER SYSTEM';
-            reason := 'it changes the whole server''s configuration; ' || r_database;
-        ELSIF w2 IN ('ROLE', 'GROUP') OR (w2 = 'USER' AND w3 IS DISTINCT FROM 'MAPPING') THEN
-            statement := w1 || ' ' || w2;
-            reason := r_roles;
-        ELSIF w2 = 'TABLESPACE' AND w1 <> 'ALTER' THEN
-            statement := w1 || ' TABLESPACE';
-            reason := 'tablespaces belong to the whole server, and ' || r_no_block;
-        ELSIF w1 IN ('CREATE', 'DROP')
-              AND (w2 = 'INDEX' AND w3 = 'CONCURRENTLY'
-                   OR w1 = 'CREATE' AND w2 = 'UNIQUE' AND w3 = 'INDEX' AND head[4] = 'CONCURRENTLY') THEN
-            statement := w1 || ' INDEX CONCURRENTLY';
-            reason := r_no_block;
-        ELSIF w1 = 'ALTER' AND w2 = 'TABLE' THEN
-            j := array_position(head, 'DETACH');
-            IF j IS NOT NULL AND head[j + 1] = 'PARTITION'
-               AND array_position(head, 'CONCURRENTLY', j) IS NOT NULL THEN
-                statement := 'DETACH PARTITION ... CONCURRENTLY';
-                reason := r_no_block;
-            END IF;
-        END IF;
-    WHEN 'GRANT', 'REVOKE' THEN
-        IF NOT has_on THEN
-            statement := w1 || ' of a role';
-            reason := r_roles;
-        END IF;
-    WHEN 'SET', 'RESET' THEN
-        j := 2;
-        IF w1 = 'SET' AND w2 IN ('LOCAL', 'SESSION')
-           AND w3 IS DISTINCT FROM 'AUTHORIZATION' AND w3 IS DISTINCT FROM 'CHARACTERISTICS' THEN
-            j := 3;
-        END IF;
-        v := head[j];
-        v2 := head[j + 1];
-        -- a setting's name is case-insensitive, quoted or not: SET "Role" = ...
-        IF v LIKE '"%"' THEN
-            v := upper(replace(substr(v, 2, length(v) - 2), '""', '"'));
-        END IF;
-        IF v = 'ROLE' THEN
-            statement := w1 || ' ROLE';
-            reason := r_identity;
-        ELSIF v = 'SESSION_AUTHORIZATION' OR (v = 'SESSION' AND v2 = 'AUTHORIZATION') THEN
-            statement := w1 || ' SESSION AUTHORIZATION';
-            reason := r_identity;
-        ELSIF w1 = 'SET' AND v = 'SESSION' AND v2 = 'CHARACTERISTICS' THEN
-            statement := 'SET SESSION CHARACTERISTICS';
-            reason := 'it would change the runner''s session beyond this run; use SET TRANSACTION';
-        ELSIF w1 = 'RESET' AND v = 'ALL' THEN
-            statement := 'RESET ALL';
-            reason := 'it would also reset the run''s own settings (pgtimers.timer, pgtimers.due_at);'
-                      ' reset settings one by one';
-        END IF;
-    WHEN 'DISCARD' THEN
-        statement := 'DISCARD';
-        reason := 'it would throw away the state of the runner''s session, which outlives the run';
-    WHEN 'BEGIN', 'COMMIT', 'END', 'ABORT' THEN
-        statement := w1 || CASE WHEN w1 = 'COMMIT' AND w2 = 'PREPARED' THEN ' PREPARED' ELSE '' END;
-        reason := r_transaction;
-    WHEN 'ROLLBACK' THEN
-        IF w2 = 'PREPARED' THEN
-            statement := 'ROLLBACK PREPARED';
-            reason := r_transaction;
-        ELSIF w2 = 'TO' OR (w2 IN ('WORK', 'TRANSACTION') AND w3 = 'TO') THEN
-            statement := 'ROLLBACK TO SAVEPOINT';
-            reason := r_savepoint;
-        ELSE
-            statement := 'ROLLBACK';
-            reason := r_transaction;
-        END IF;
-    WHEN 'START' THEN
-        IF w2 = 'TRANSACTION' THEN
-            statement := 'START TRANSACTION';
-            reason := r_transaction;
-        END IF;
-    WHEN 'PREPARE' THEN
-        IF w2 = 'TRANSACTION' THEN
-            statement := 'PREPARE TRANSACTION';
-            reason := r_transaction;
-        ELSE
-            -- A prepared statement would outlive the run on the runner's shared session.
-            statement := 'PREPARE';
-            reason := 'a prepared statement would outlive the run in the runner''s session, and could'
-                      ' take the name of one the runner executes next; run the statement directly,'
-                      ' or use a function';
-        END IF;
-    WHEN 'SAVEPOINT' THEN
-        statement := 'SAVEPOINT';
-        reason := r_savepoint;
-    WHEN 'RELEASE' THEN
-        statement := 'RELEASE SAVEPOINT';
-        reason := r_savepoint;
-    WHEN 'DEALLOCATE' THEN
-        statement := 'DEALLOCATE';
-        reason := 'it would drop prepared statements of the runner''s session, which outlives the run'
-                  ' (a timer cannot PREPARE its own)';
-    WHEN 'EXECUTE' THEN
-        statement := 'EXECUTE';
-        reason := 'it would run a prepared statement of the runner''s session (a timer cannot PREPARE'
-                  ' its own); run the statement directly, or use a function';
-    WHEN 'DECLARE' THEN
-        j := array_position(head, 'HOLD');
-        IF j > 1 AND head[j - 1] = 'WITH'
-           AND (array_position(head, 'FOR') IS NULL OR array_position(head, 'FOR') > j) THEN
-            statement := 'DECLARE ... WITH HOLD';
-            reason := 'a holdable cursor''s query runs at COMMIT, after the SQL has returned, as the'
-                      ' runner rather than the timer''s owner; declare the cursor without WITH HOLD';
-        END IF;
-    WHEN 'VACUUM' THEN
-        statement := 'VACUUM';
-        reason := r_no_block || ' (ANALYZE can)';
-    WHEN 'REINDEX' THEN
-        IF w3 = 'CONCURRENTLY' THEN
-            statement := 'REINDEX CONCURRENTLY';
-            reason := r_no_block;
-        ELSIF w2 IN ('SCHEMA', 'DATABASE', 'SYSTEM') THEN
-            statement := 'REINDEX ' || w2;
-            reason := r_no_block || ' (REINDEX TABLE and REINDEX INDEX can)';
-        END IF;
-    WHEN 'CLUSTER' THEN
-        IF w2 IS NULL OR (w2 = 'VERBOSE' AND w3 IS NULL) THEN
-            statement := 'CLUSTER without a table';
-            reason := r_no_block || ' (CLUSTER of one table can)';
-        END IF;
-    WHEN 'LISTEN', 'UNLISTEN' THEN
-        statement := w1;
-        reason := 'a run''s session does not receive notifications; NOTIFY and pg_notify() do work';
-    WHEN 'LOAD' THEN
-        statement := 'LOAD';
-        reason := 'it loads a library into the runner''s server process; ' || r_database;
-    WHEN 'COPY' THEN
-        SELECT min(u.o) INTO j FROM unnest(head) WITH ORDINALITY AS u(w, o) WHERE u.w IN ('TO', 'FROM');
-        v := head[j + 1];
-        IF v = 'PROGRAM' THEN
-            statement := 'COPY ... PROGRAM';
-            reason := 'it runs a program on the database server; ' || r_database;
-        ELSIF v IN ('STDIN', 'STDOUT') THEN
-            statement := 'COPY ... ' || v;
-            reason := 'a timer has no client to copy from or to; use INSERT ... SELECT';
-        ELSE
-            statement := 'COPY ... a file';
-            reason := 'it reads or writes a file on the database server; ' || r_database;
-        END IF;
-    ELSE
-        NULL;
-    END CASE;
+    END LOOP;
 END
 $fn$;
 
@@ -943,7 +912,7 @@ BEGIN
     RAISE EXCEPTION USING
         ERRCODE = 'invalid_parameter_value',
         MESSAGE = format('bad timer name %s%s: use 1 to 64 letters, digits, "_" and "-"',
-                         timers._shown(name),
+                         timers._quoted(name),
                          CASE WHEN length(name) > 64 THEN format(' (%s characters)', length(name)) END);
 END
 $fn$;
@@ -1305,6 +1274,9 @@ $fn$;
 -- Rights
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION
+    timers._first_at_least(integer[],integer,integer),
+    timers._sql_refusal_rules(),
+    timers._sql_refusal_head(text[],boolean),
     timers._sql_lex_pattern(boolean),
     timers._sql_dollar_delimiters(text),
     timers._sql_comment_delimiters(text),
@@ -1323,6 +1295,9 @@ REVOKE ALL ON FUNCTION
     timers._sql_scan(text,boolean,text,integer)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
+    timers._first_at_least(integer[],integer,integer),
+    timers._sql_refusal_rules(),
+    timers._sql_refusal_head(text[],boolean),
     timers._sql_lex_pattern(boolean),
     timers._sql_dollar_delimiters(text),
     timers._sql_comment_delimiters(text),

@@ -170,7 +170,7 @@ CREATE OR REPLACE FUNCTION timers._check_calendar_name(p_name text) RETURNS text
     AS $$
 BEGIN
     IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9_-]{1,64}$' THEN
-        RAISE EXCEPTION 'bad calendar name %: use 1 to 64 letters, digits, "_" and "-"', timers._shown(p_name)
+        RAISE EXCEPTION 'bad calendar name %: use 1 to 64 letters, digits, "_" and "-"', timers._quoted(p_name)
             USING ERRCODE = '22023';
     END IF;
     RETURN p_name;
@@ -187,9 +187,9 @@ DECLARE
 BEGIN
     SELECT c.name INTO v_name FROM timers.calendars c WHERE lower(c.name) = lower(p_name) COLLATE "default";
     IF v_name IS NULL THEN
-        RAISE EXCEPTION 'there is no calendar % in database %', timers._shown(p_name), current_database()
+        RAISE EXCEPTION 'there is no calendar % in database %', timers._quoted(p_name), current_database()
             USING ERRCODE = 'P0002',
-                  HINT = format('Make it with SELECT timers.save_calendar(%s, ''mon-fri'');', timers._shown(p_name));
+                  HINT = format('Make it with SELECT timers.save_calendar(%s, ''mon-fri'');', timers._quoted(p_name));
     END IF;
     RETURN v_name;
 END
@@ -299,7 +299,7 @@ DECLARE
 BEGIN
     UPDATE timers.calendars SET updated_at = now() WHERE lower(name) = lower(p_name) COLLATE "default";
     PERFORM timers._replan_calendar(p_name);
-    v_keyed := timers._reroll_keyed(p_actor, p_name);
+    v_keyed := timers._keyed_reroll(p_actor, p_name);
     PERFORM timers._audit(p_actor, p_action, p_name,
         p_detail || CASE WHEN v_keyed > 0 THEN jsonb_build_object('keyed_rerolled', v_keyed) ELSE '{}' END);
 END

@@ -32,7 +32,7 @@ CREATE OR REPLACE FUNCTION timers._no_such_timer(p_name text) RETURNS void
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
-    RAISE EXCEPTION 'there is no timer % in database %', timers._shown(p_name), current_database()
+    RAISE EXCEPTION 'there is no timer % in database %', timers._quoted(p_name), current_database()
         USING ERRCODE = 'P0002';
 END
 $$;
@@ -47,7 +47,7 @@ DECLARE
 BEGIN
     r := timers._lock_or_running(p_name);
     IF r.running THEN
-        RAISE EXCEPTION 'timer % is running; change it when the run has finished', timers._shown(p_name)
+        RAISE EXCEPTION 'timer % is running; change it when the run has finished', timers._quoted(p_name)
             USING ERRCODE = '55P03',
                   HINT = 'timers.enable(name, false) and timers.delete(name) work while it runs; timers.cancel(name) stops the run.';
     END IF;
@@ -78,7 +78,7 @@ CREATE OR REPLACE FUNCTION timers._check_options(
     AS $$
 BEGIN
     IF p_catch_up IS NOT NULL AND p_catch_up NOT IN ('skip', 'latest', 'all') THEN
-        RAISE EXCEPTION 'bad catch_up %: use ''skip'' (the default: missed due times are counted, not run), ''latest'' (one run for all of them) or ''all'' (each one, in order)', timers._shown(p_catch_up)
+        RAISE EXCEPTION 'bad catch_up %: use ''skip'' (the default: missed due times are counted, not run), ''latest'' (one run for all of them) or ''all'' (each one, in order)', timers._quoted(p_catch_up)
             USING ERRCODE = '22023';
     END IF;
     IF p_start_at IS NOT NULL AND p_end_at IS NOT NULL AND p_end_at <= p_start_at THEN
@@ -93,7 +93,7 @@ BEGIN
     END IF;
     IF p_test_clock IS NOT NULL AND NOT EXISTS (SELECT 1 FROM timers.test_clocks WHERE name = p_test_clock) THEN
         RAISE EXCEPTION 'there is no test clock %; make one with SELECT timers.create_test_clock(%, now())',
-            timers._shown(p_test_clock), timers._shown(p_test_clock)
+            timers._quoted(p_test_clock), timers._quoted(p_test_clock)
             USING ERRCODE = '22023';
     END IF;
 END
@@ -107,10 +107,10 @@ CREATE OR REPLACE FUNCTION timers._require_calendar(p_spec jsonb) RETURNS void
 BEGIN
     IF p_spec->>'kind' = 'trading'
        AND NOT EXISTS (SELECT 1 FROM timers.calendars c WHERE lower(c.name) = lower(p_spec->>'calendar') COLLATE "default") THEN
-        RAISE EXCEPTION 'there is no calendar % in database %', timers._shown(p_spec->>'calendar'), current_database()
+        RAISE EXCEPTION 'there is no calendar % in database %', timers._quoted(p_spec->>'calendar'), current_database()
             USING ERRCODE = '22023',
                   HINT = format('Make it first: SELECT timers.save_calendar(%s, ''mon-fri'');',
-                                timers._shown(p_spec->>'calendar'));
+                                timers._quoted(p_spec->>'calendar'));
     END IF;
 END
 $$;
@@ -486,7 +486,7 @@ BEGIN
     BEGIN
         v_done := pg_cancel_backend(v_pid);
     EXCEPTION WHEN insufficient_privilege THEN
-        RAISE EXCEPTION 'cannot cancel the run of timer %: the role that installed pgtimers may not signal the runner''s session', timers._shown(t.name)
+        RAISE EXCEPTION 'cannot cancel the run of timer %: the role that installed pgtimers may not signal the runner''s session', timers._quoted(t.name)
             USING ERRCODE = '42501',
                   HINT = 'GRANT pg_signal_backend TO the role that installed pgtimers, or cancel it as a superuser.';
     END;

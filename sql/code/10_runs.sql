@@ -407,7 +407,7 @@ $$;
 
 -- The server's clock was set forward from p_from to p_to: due times in that
 -- span were jumped over; they follow each timer's catch_up like downtime.
-CREATE OR REPLACE FUNCTION timers._clock_jump(p_from timestamptz, p_to timestamptz, p_runner text)
+CREATE OR REPLACE FUNCTION timers._server_clock_jumped(p_from timestamptz, p_to timestamptz, p_runner text)
     RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -462,7 +462,7 @@ REVOKE ALL ON FUNCTION
     timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone),
     timers._run_due(bigint,timestamp with time zone,text),
     timers._apply_gaps(text,text,timestamp with time zone),
-    timers._clock_jump(timestamp with time zone,timestamp with time zone,text),
+    timers._server_clock_jumped(timestamp with time zone,timestamp with time zone,text),
     timers._run_error(text,text,interval)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
@@ -475,6 +475,6 @@ GRANT EXECUTE ON FUNCTION
     timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone),
     timers._run_due(bigint,timestamp with time zone,text),
     timers._apply_gaps(text,text,timestamp with time zone),
-    timers._clock_jump(timestamp with time zone,timestamp with time zone,text),
+    timers._server_clock_jumped(timestamp with time zone,timestamp with time zone,text),
     timers._run_error(text,text,interval)
     TO pgtimers_runner;

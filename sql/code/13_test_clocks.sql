@@ -9,7 +9,7 @@ CREATE OR REPLACE FUNCTION timers._no_such_test_clock(p_name text) RETURNS void
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
-    RAISE EXCEPTION 'there is no test clock % in database %', timers._shown(p_name), current_database()
+    RAISE EXCEPTION 'there is no test clock % in database %', timers._quoted(p_name), current_database()
         USING ERRCODE = 'P0002';
 END
 $$;
@@ -23,7 +23,7 @@ CREATE OR REPLACE FUNCTION timers._create_test_clock(p_actor name, p_name text, 
 BEGIN
     PERFORM timers._take_ticket(p_actor, 'create a test clock');
     IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9_-]{1,64}$' THEN
-        RAISE EXCEPTION 'bad test clock name %: use 1 to 64 letters, digits, _ and -', timers._shown(p_name)
+        RAISE EXCEPTION 'bad test clock name %: use 1 to 64 letters, digits, _ and -', timers._quoted(p_name)
             USING ERRCODE = '22023';
     END IF;
     IF p_at IS NULL THEN
@@ -141,7 +141,7 @@ BEGIN
          WHERE x.test_clock = p_name AND x.status = 'fired' AND x.fired_at = p_at
          ORDER BY x.owed_at, x.place, x.key
     LOOP
-        r := timers._fire_keyed(k.id, k.owed_at, 'redeliver');
+        r := timers._keyed_fire(k.id, k.owed_at, 'redeliver');
         IF r IS NOT NULL AND (r->>'replayed')::boolean THEN
             v_replayed := v_replayed + 1;
         ELSE

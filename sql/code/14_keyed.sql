@@ -16,7 +16,7 @@ CREATE OR REPLACE FUNCTION timers._keyed_move_causes() RETURNS text[]
 
 -- Parse and check a key: owner:kind:name:occurrence[@n]. Raises 22023 naming
 -- the bad part. base is the key without @n.
-CREATE OR REPLACE FUNCTION timers._parse_key(
+CREATE OR REPLACE FUNCTION timers._keyed_parse_key(
     p_key text, OUT subject text, OUT kind text, OUT name text, OUT occurrence text,
     OUT n integer, OUT base text)
     LANGUAGE plpgsql IMMUTABLE
@@ -33,11 +33,11 @@ BEGIN
         RAISE EXCEPTION 'bad key: it is empty; %', v_form USING ERRCODE = '22023';
     END IF;
     IF octet_length(p_key) > 400 THEN
-        RAISE EXCEPTION 'bad key %: it is % bytes long, and a key is at most 400', timers._shown(p_key, 40), octet_length(p_key)
+        RAISE EXCEPTION 'bad key %: it is % bytes long, and a key is at most 400', timers._quoted(p_key, 40), octet_length(p_key)
             USING ERRCODE = '22023';
     END IF;
     IF p_key ~ '[[:cntrl:]]' THEN
-        RAISE EXCEPTION 'bad key %: it holds a control character (a tab or a line break); %', timers._shown(p_key), v_form
+        RAISE EXCEPTION 'bad key %: it holds a control character (a tab or a line break); %', timers._quoted(p_key), v_form
             USING ERRCODE = '22023';
     END IF;
     v_parts := string_to_array(p_key, ':');
@@ -210,11 +210,11 @@ BEGIN
     BEGIN
         SELECT * INTO k FROM timers.keyed_timers WHERE key = p_key FOR UPDATE NOWAIT;
     EXCEPTION WHEN lock_not_available THEN
-        RAISE EXCEPTION 'keyed timer % is firing; change it when the run has finished', timers._shown(p_key, 400)
+        RAISE EXCEPTION 'keyed timer % is firing; change it when the run has finished', timers._quoted(p_key, 400)
             USING ERRCODE = '55P03';
     END;
     IF k.id IS NULL THEN
-        RAISE EXCEPTION 'there is no keyed timer % in database %', timers._shown(p_key, 400), current_database()
+        RAISE EXCEPTION 'there is no keyed timer % in database %', timers._quoted(p_key, 400), current_database()
             USING ERRCODE = 'P0002', HINT = 'Arm it first: SELECT timers.arm(key, owed_at, sql);';
     END IF;
     RETURN k;
@@ -259,7 +259,7 @@ CREATE OR REPLACE FUNCTION timers._keyed_version(p_sql text, p_version text) RET
     AS $$
 BEGIN
     IF p_version IS NOT NULL AND (p_version = '' OR length(p_version) > 200) THEN
-        RAISE EXCEPTION 'bad version %: use 1 to 200 characters, or NULL for the SQL''s md5', timers._shown(p_version, 40)
+        RAISE EXCEPTION 'bad version %: use 1 to 200 characters, or NULL for the SQL''s md5', timers._quoted(p_version, 40)
             USING ERRCODE = '22023';
     END IF;
     RETURN coalesce(p_version, 'md5:' || left(md5(p_sql), 12));
@@ -338,8 +338,54 @@ BEGIN
 END
 $$;
 
+-- The checks of timers.arm's arguments that need no calendar: the zone, the date it is
+-- owed at (owed_at, or since + the policy's span), the place and the test clock; 22023
+-- or 22004 naming the bad one.
+CREATE OR REPLACE FUNCTION timers._keyed_arm_args(
+    p_owed_at timestamptz, p_place integer, p_test_clock text, p_policy text,
+    p_since timestamptz, p_zone text,
+    OUT zone text, OUT nominal timestamptz, OUT policy timers.keyed_policies)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    zone := timers._check_zone(coalesce(p_zone, 'UTC'));
+    nominal := p_owed_at;
+    IF p_policy IS NOT NULL THEN
+        policy := timers._keyed_policy(timers._keyed_check_policy_name(p_policy));
+        IF p_since IS NULL THEN
+            RAISE EXCEPTION 'since must be the time of the last activity, which policy % counts its span from',
+                quote_literal(policy.name) USING ERRCODE = '22004';
+        END IF;
+        IF p_owed_at IS NOT NULL THEN
+            RAISE EXCEPTION 'give owed_at or a policy, not both: with policy % the timer is owed at since + %',
+                quote_literal(policy.name), policy.span USING ERRCODE = '22023';
+        END IF;
+        nominal := timers._keyed_span_end(p_since, policy.span, zone);
+    ELSIF p_since IS NOT NULL THEN
+        RAISE EXCEPTION 'since is the last activity of a policy timer: give policy too, or leave since out'
+            USING ERRCODE = '22023';
+    END IF;
+    IF nominal IS NULL THEN
+        RAISE EXCEPTION 'owed_at must be a time, not NULL' USING ERRCODE = '22004';
+    END IF;
+    IF NOT isfinite(nominal) THEN
+        RAISE EXCEPTION 'owed_at must be a finite time, not %', nominal USING ERRCODE = '22023';
+    END IF;
+    IF p_place IS NULL OR p_place NOT BETWEEN 1 AND 8 THEN
+        RAISE EXCEPTION 'bad place %: a place in the tick is 1 to 8 (default 5)', coalesce(p_place::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_test_clock IS NOT NULL AND NOT EXISTS (SELECT 1 FROM timers.test_clocks c WHERE c.name = p_test_clock) THEN
+        RAISE EXCEPTION 'there is no test clock %; make one with SELECT timers.create_test_clock(%, now())',
+            timers._quoted(p_test_clock), timers._quoted(p_test_clock)
+            USING ERRCODE = '22023';
+    END IF;
+END
+$$;
+
 -- The body of timers.arm (p_actor proven by its ticket).
-CREATE OR REPLACE FUNCTION timers._arm(
+CREATE OR REPLACE FUNCTION timers._keyed_arm(
     p_actor name, p_key text, p_owed_at timestamptz, p_sql text, p_place integer,
     p_late_at timestamptz, p_test_clock text, p_version text, p_calendar text, p_roll text,
     p_policy text, p_since timestamptz, p_zone text) RETURNS bigint
@@ -354,49 +400,23 @@ DECLARE
     v_zone text;
     v_calendar text;
     v_policy timers.keyed_policies;
-    v_nominal timestamptz := p_owed_at;
+    v_nominal timestamptz;
     v_owed timestamptz;
+    a record;
     k timers.keyed_timers;
 BEGIN
     PERFORM timers._keyed_check_actor(p_actor, 'arm a keyed timer');
-    SELECT * INTO kp FROM timers._parse_key(p_key);
+    SELECT * INTO kp FROM timers._keyed_parse_key(p_key);
     -- A replay arms the same keys: an existing key answers unchanged.
     SELECT x.id INTO v_id FROM timers.keyed_timers x WHERE x.key = p_key;
     IF FOUND THEN
         RETURN v_id;
     END IF;
-    v_zone := timers._check_zone(coalesce(p_zone, 'UTC'));
+    a := timers._keyed_arm_args(p_owed_at, p_place, p_test_clock, p_policy, p_since, p_zone);
+    v_zone := a.zone;
+    v_nominal := a.nominal;
+    v_policy := a.policy;
     v_calendar := timers._keyed_check_roll(p_calendar, p_roll);
-    IF p_policy IS NOT NULL THEN
-        v_policy := timers._keyed_policy(timers._check_policy_name(p_policy));
-        IF p_since IS NULL THEN
-            RAISE EXCEPTION 'since must be the time of the last activity, which policy % counts its span from',
-                quote_literal(v_policy.name) USING ERRCODE = '22004';
-        END IF;
-        IF p_owed_at IS NOT NULL THEN
-            RAISE EXCEPTION 'give owed_at or a policy, not both: with policy % the timer is owed at since + %',
-                quote_literal(v_policy.name), v_policy.span USING ERRCODE = '22023';
-        END IF;
-        v_nominal := timers._keyed_span_end(p_since, v_policy.span, v_zone);
-    ELSIF p_since IS NOT NULL THEN
-        RAISE EXCEPTION 'since is the last activity of a policy timer: give policy too, or leave since out'
-            USING ERRCODE = '22023';
-    END IF;
-    IF v_nominal IS NULL THEN
-        RAISE EXCEPTION 'owed_at must be a time, not NULL' USING ERRCODE = '22004';
-    END IF;
-    IF NOT isfinite(v_nominal) THEN
-        RAISE EXCEPTION 'owed_at must be a finite time, not %', v_nominal USING ERRCODE = '22023';
-    END IF;
-    IF p_place IS NULL OR p_place NOT BETWEEN 1 AND 8 THEN
-        RAISE EXCEPTION 'bad place %: a place in the tick is 1 to 8 (default 5)', coalesce(p_place::text, 'NULL')
-            USING ERRCODE = '22023';
-    END IF;
-    IF p_test_clock IS NOT NULL AND NOT EXISTS (SELECT 1 FROM timers.test_clocks c WHERE c.name = p_test_clock) THEN
-        RAISE EXCEPTION 'there is no test clock %; make one with SELECT timers.create_test_clock(%, now())',
-            timers._shown(p_test_clock), timers._shown(p_test_clock)
-            USING ERRCODE = '22023';
-    END IF;
     v_owed := timers._keyed_roll(v_calendar, p_roll, v_zone, v_nominal);
     IF p_late_at IS NOT NULL AND p_late_at < v_owed THEN
         RAISE EXCEPTION 'late_at % is before owed_at %: the late time of a deadline comes at or after it',
@@ -445,7 +465,7 @@ CREATE OR REPLACE FUNCTION timers.arm(
     AS $$
 BEGIN
     PERFORM timers._require_admin('arm a keyed timer');
-    RETURN timers._keyed_row(timers._arm(current_user, arm.key, arm.owed_at, arm.sql, arm.place,
+    RETURN timers._keyed_row(timers._keyed_arm(current_user, arm.key, arm.owed_at, arm.sql, arm.place,
                                          arm.late_at, arm.test_clock, arm.version, arm.calendar,
                                          arm.roll, arm.policy, arm.since, arm.zone));
 END
@@ -456,7 +476,7 @@ COMMENT ON FUNCTION timers.arm(text, timestamptz, text, integer, timestamptz, te
 
 -- A move sets the nominal time; a calendar rolls it, and a policy timer's last
 -- activity moves with it (owed_at - span).
-CREATE OR REPLACE FUNCTION timers._move(p_actor name, p_key text, p_owed_at timestamptz, p_by text)
+CREATE OR REPLACE FUNCTION timers._keyed_move(p_actor name, p_key text, p_owed_at timestamptz, p_by text)
     RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -469,7 +489,7 @@ BEGIN
     PERFORM timers._keyed_check_actor(p_actor, 'move a keyed timer');
     IF p_by IS NULL OR NOT p_by = ANY (timers._keyed_move_causes()) THEN
         RAISE EXCEPTION 'bad cause %: a move is recorded as one of % (hold, resume and repin have their own calls)',
-            timers._shown(p_by), array_to_string(timers._keyed_move_causes(), ', ')
+            timers._quoted(p_by), array_to_string(timers._keyed_move_causes(), ', ')
             USING ERRCODE = '22023';
     END IF;
     IF p_owed_at IS NULL OR NOT isfinite(p_owed_at) THEN
@@ -499,7 +519,7 @@ CREATE OR REPLACE FUNCTION timers.move(key text, owed_at timestamptz, by text DE
     AS $$
 BEGIN
     PERFORM timers._require_admin('move a keyed timer');
-    RETURN timers._keyed_row(timers._move(current_user, move.key, move.owed_at, move.by));
+    RETURN timers._keyed_row(timers._keyed_move(current_user, move.key, move.owed_at, move.by));
 END
 $$;
 
@@ -507,7 +527,7 @@ COMMENT ON FUNCTION timers.move(text, timestamptz, text) IS
     'Move an armed keyed timer (by: move, policy, calendar or due): a key with @n is superseded by @n+1, one without keeps its key. Needs pgtimers_admin.';
 
 -- The body of timers.hold.
-CREATE OR REPLACE FUNCTION timers._hold(p_actor name, p_key text, p_held_by text) RETURNS bigint
+CREATE OR REPLACE FUNCTION timers._keyed_hold(p_actor name, p_key text, p_held_by text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -550,7 +570,7 @@ CREATE OR REPLACE FUNCTION timers.hold(key text, held_by text) RETURNS timers.ke
     AS $$
 BEGIN
     PERFORM timers._require_admin('hold a keyed timer');
-    RETURN timers._keyed_row(timers._hold(current_user, hold.key, hold.held_by));
+    RETURN timers._keyed_row(timers._keyed_hold(current_user, hold.key, hold.held_by));
 END
 $$;
 
@@ -558,7 +578,7 @@ COMMENT ON FUNCTION timers.hold(text, text) IS
     'Hold an armed keyed timer while it waits on held_by; the time left is kept in remaining. Rungs are never held. Needs pgtimers_admin.';
 
 -- The body of timers.resume.
-CREATE OR REPLACE FUNCTION timers._resume(p_actor name, p_key text) RETURNS bigint
+CREATE OR REPLACE FUNCTION timers._keyed_resume(p_actor name, p_key text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -596,7 +616,7 @@ CREATE OR REPLACE FUNCTION timers.resume(key text) RETURNS timers.keyed
     AS $$
 BEGIN
     PERFORM timers._require_admin('resume a keyed timer');
-    RETURN timers._keyed_row(timers._resume(current_user, resume.key));
+    RETURN timers._keyed_row(timers._keyed_resume(current_user, resume.key));
 END
 $$;
 
@@ -604,7 +624,7 @@ COMMENT ON FUNCTION timers.resume(text) IS
     'Re-arm a held keyed timer at now + remaining (never after its late_at); a time that passed fires at once. Needs pgtimers_admin.';
 
 -- The body of timers.repin.
-CREATE OR REPLACE FUNCTION timers._repin(p_actor name, p_key text, p_sql text, p_version text) RETURNS bigint
+CREATE OR REPLACE FUNCTION timers._keyed_repin(p_actor name, p_key text, p_sql text, p_version text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -637,7 +657,7 @@ CREATE OR REPLACE FUNCTION timers.repin(key text, sql text, version text DEFAULT
     AS $$
 BEGIN
     PERFORM timers._require_admin('repin a keyed timer');
-    RETURN timers._keyed_row(timers._repin(current_user, repin.key, repin.sql, repin.version));
+    RETURN timers._keyed_row(timers._keyed_repin(current_user, repin.key, repin.sql, repin.version));
 END
 $$;
 
@@ -648,7 +668,7 @@ COMMENT ON FUNCTION timers.repin(text, text, text) IS
 -- timers.locks, 'keyed_fire:' and the clock's name) this transaction can take,
 -- held until commit. No row when nothing is owed. p_skip: ids to leave alone for a
 -- while (their fire raised).
-CREATE OR REPLACE FUNCTION timers._claim_keyed(p_skip bigint[])
+CREATE OR REPLACE FUNCTION timers._keyed_claim(p_skip bigint[])
     RETURNS TABLE (id bigint, owed_at timestamptz, timeout_ms bigint)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -732,7 +752,7 @@ $$;
 -- owed rungs of one owner, occurrence and family (the name's first word, e.g.
 -- notice), only the latest runs: the earlier ones are superseded (by
 -- catch_up); a `run` rung always runs. NULL: not this caller's to fire.
-CREATE OR REPLACE FUNCTION timers._fire_keyed(p_id bigint, p_owed_at timestamptz, p_runner text)
+CREATE OR REPLACE FUNCTION timers._keyed_fire(p_id bigint, p_owed_at timestamptz, p_runner text)
     RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -817,9 +837,10 @@ $$;
 -- Rights
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION
+    timers._keyed_arm_args(timestamptz,integer,text,text,timestamptz,text),
     timers._keyed_kinds(),
     timers._keyed_move_causes(),
-    timers._parse_key(text),
+    timers._keyed_parse_key(text),
     timers._keyed_row(bigint),
     timers.list_keyed(text,text,text),
     timers._keyed_check_actor(name,text),
@@ -829,46 +850,46 @@ REVOKE ALL ON FUNCTION
     timers._keyed_version(text,text),
     timers._keyed_check_sql(text),
     timers._keyed_rearm(timers.keyed_timers,name,text,text,timestamp with time zone,timestamp with time zone,timestamp with time zone,text,name,text),
-    timers._arm(name,text,timestamp with time zone,text,integer,timestamp with time zone,text,text,text,text,text,timestamp with time zone,text),
+    timers._keyed_arm(name,text,timestamp with time zone,text,integer,timestamp with time zone,text,text,text,text,text,timestamp with time zone,text),
     timers.arm(text,timestamp with time zone,text,integer,timestamp with time zone,text,text,text,text,text,timestamp with time zone,text),
-    timers._move(name,text,timestamp with time zone,text),
+    timers._keyed_move(name,text,timestamp with time zone,text),
     timers.move(text,timestamp with time zone,text),
-    timers._hold(name,text,text),
+    timers._keyed_hold(name,text,text),
     timers.hold(text,text),
-    timers._resume(name,text),
+    timers._keyed_resume(name,text),
     timers.resume(text),
-    timers._repin(name,text,text,text),
+    timers._keyed_repin(name,text,text,text),
     timers.repin(text,text,text),
-    timers._claim_keyed(bigint[]),
+    timers._keyed_claim(bigint[]),
     timers._keyed_execute(timers.keyed_timers),
-    timers._fire_keyed(bigint,timestamp with time zone,text)
+    timers._keyed_fire(bigint,timestamp with time zone,text)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._keyed_kinds(),
     timers._keyed_move_causes()
     TO PUBLIC;
 GRANT EXECUTE ON FUNCTION
-    timers._parse_key(text),
+    timers._keyed_parse_key(text),
     timers.list_keyed(text,text,text)
     TO pgtimers_reader;
 GRANT EXECUTE ON FUNCTION
     timers._keyed_row(bigint),
-    timers._arm(name,text,timestamp with time zone,text,integer,timestamp with time zone,text,text,text,text,text,timestamp with time zone,text),
+    timers._keyed_arm(name,text,timestamp with time zone,text,integer,timestamp with time zone,text,text,text,text,text,timestamp with time zone,text),
     timers.arm(text,timestamp with time zone,text,integer,timestamp with time zone,text,text,text,text,text,timestamp with time zone,text),
-    timers._move(name,text,timestamp with time zone,text),
+    timers._keyed_move(name,text,timestamp with time zone,text),
     timers.move(text,timestamp with time zone,text),
-    timers._hold(name,text,text),
+    timers._keyed_hold(name,text,text),
     timers.hold(text,text),
-    timers._resume(name,text),
+    timers._keyed_resume(name,text),
     timers.resume(text),
-    timers._repin(name,text,text,text),
+    timers._keyed_repin(name,text,text,text),
     timers.repin(text,text,text)
     TO pgtimers_admin;
 GRANT EXECUTE ON FUNCTION
     timers._keyed_event(timers.keyed_timers,text,text,name,jsonb),
-    timers._claim_keyed(bigint[]),
+    timers._keyed_claim(bigint[]),
     timers._keyed_execute(timers.keyed_timers),
-    timers._fire_keyed(bigint,timestamp with time zone,text)
+    timers._keyed_fire(bigint,timestamp with time zone,text)
     TO pgtimers_runner;
 REVOKE ALL ON timers.keyed FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT SELECT ON timers.keyed TO pgtimers_reader, pgtimers_runner;

@@ -51,13 +51,13 @@ CREATE OR REPLACE FUNCTION timers._keyed_span_start(p_owed timestamptz, p_span i
     AS $$ SELECT ((p_owed AT TIME ZONE p_zone) - p_span) AT TIME ZONE p_zone $$;
 
 -- A policy name by the name rules, else 22023.
-CREATE OR REPLACE FUNCTION timers._check_policy_name(p_name text) RETURNS text
+CREATE OR REPLACE FUNCTION timers._keyed_check_policy_name(p_name text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9_.-]{1,64}$' THEN
-        RAISE EXCEPTION 'bad policy name %: use 1 to 64 letters, digits, "_", "." and "-"', timers._shown(p_name)
+        RAISE EXCEPTION 'bad policy name %: use 1 to 64 letters, digits, "_", "." and "-"', timers._quoted(p_name)
             USING ERRCODE = '22023';
     END IF;
     RETURN p_name;
@@ -74,9 +74,9 @@ DECLARE
 BEGIN
     SELECT * INTO p FROM timers.keyed_policies x WHERE lower(x.name) = lower(p_name) COLLATE "default";
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'there is no policy % in database %', timers._shown(p_name), current_database()
+        RAISE EXCEPTION 'there is no policy % in database %', timers._quoted(p_name), current_database()
             USING ERRCODE = 'P0002',
-                  HINT = format('Set its span first: SELECT timers.set_policy(%s, ''14 days'');', timers._shown(p_name));
+                  HINT = format('Set its span first: SELECT timers.set_policy(%s, ''14 days'');', timers._quoted(p_name));
     END IF;
     RETURN p;
 END
@@ -126,7 +126,7 @@ $$;
 -- 'calendar'. A timer being fired right now is left to its fire. One whose
 -- day the calendar no longer knows keeps its time, and its fire fails with
 -- the reason (timers._keyed_calendar_ready). Returns how many re-armed.
-CREATE OR REPLACE FUNCTION timers._reroll_keyed(p_actor name, p_calendar text) RETURNS integer
+CREATE OR REPLACE FUNCTION timers._keyed_reroll(p_actor name, p_calendar text) RETURNS integer
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -179,7 +179,7 @@ $$;
 
 -- The body of timers.set_policy: its armed keyed timers are re-armed from their last
 -- activity.
-CREATE OR REPLACE FUNCTION timers._set_policy(p_actor name, p_name text, p_span interval, p_note text)
+CREATE OR REPLACE FUNCTION timers._keyed_set_policy(p_actor name, p_name text, p_span interval, p_note text)
     RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -195,7 +195,7 @@ DECLARE
     v_held integer;
 BEGIN
     PERFORM timers._keyed_check_actor(p_actor, 'set a policy');
-    PERFORM timers._check_policy_name(p_name);
+    PERFORM timers._keyed_check_policy_name(p_name);
     IF p_span IS NULL OR p_span <= interval '0' OR p_span > interval '100 years' THEN
         RAISE EXCEPTION 'bad span %: a policy''s span is longer than 0 and at most 100 years, like ''14 days''',
             coalesce(p_span::text, 'NULL') USING ERRCODE = '22023';
@@ -246,7 +246,7 @@ CREATE OR REPLACE FUNCTION timers.set_policy(name text, span interval, note text
     AS $$
 BEGIN
     PERFORM timers._require_admin('set a policy');
-    RETURN timers._set_policy(current_user, set_policy.name, set_policy.span, set_policy.note);
+    RETURN timers._keyed_set_policy(current_user, set_policy.name, set_policy.span, set_policy.note);
 END
 $$;
 
@@ -254,7 +254,7 @@ COMMENT ON FUNCTION timers.set_policy(text, interval, text) IS
     'Create a silence policy or change its span; each armed keyed timer of the policy is re-armed at its last activity + the new span (cause policy). Needs pgtimers_admin.';
 
 -- The body of timers.drop_policy.
-CREATE OR REPLACE FUNCTION timers._drop_policy(p_actor name, p_name text) RETURNS jsonb
+CREATE OR REPLACE FUNCTION timers._keyed_drop_policy(p_actor name, p_name text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -284,7 +284,7 @@ CREATE OR REPLACE FUNCTION timers.drop_policy(name text) RETURNS jsonb
     AS $$
 BEGIN
     PERFORM timers._require_admin('drop a policy');
-    RETURN timers._drop_policy(current_user, drop_policy.name);
+    RETURN timers._keyed_drop_policy(current_user, drop_policy.name);
 END
 $$;
 
@@ -298,23 +298,23 @@ REVOKE ALL ON FUNCTION
     timers._keyed_roll(text,text,text,timestamp with time zone),
     timers._keyed_span_end(timestamp with time zone,interval,text),
     timers._keyed_span_start(timestamp with time zone,interval,text),
-    timers._check_policy_name(text),
+    timers._keyed_check_policy_name(text),
     timers._keyed_policy(text),
     timers._keyed_check_roll(text,text),
     timers._keyed_rearm_at(timers.keyed_timers,name,text,timestamp with time zone,timestamp with time zone),
-    timers._reroll_keyed(name,text),
+    timers._keyed_reroll(name,text),
     timers._keyed_calendar_ready(timers.keyed_timers),
-    timers._set_policy(name,text,interval,text),
+    timers._keyed_set_policy(name,text,interval,text),
     timers.set_policy(text,interval,text),
-    timers._drop_policy(name,text),
+    timers._keyed_drop_policy(name,text),
     timers.drop_policy(text)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._keyed_calendar_ready(timers.keyed_timers)
     TO pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
-    timers._set_policy(name,text,interval,text),
+    timers._keyed_set_policy(name,text,interval,text),
     timers.set_policy(text,interval,text),
-    timers._drop_policy(name,text),
+    timers._keyed_drop_policy(name,text),
     timers.drop_policy(text)
     TO pgtimers_admin;

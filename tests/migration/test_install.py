@@ -172,7 +172,7 @@ def test_a_0013_databases_timers_survive_the_upgrade_and_work(empty_db: Database
         ).fetchone()
         assert row is not None and row[0]["ok"] is True
         key = conn.execute(
-            "SELECT timers._fire_keyed(id, owed_at, 'upgrade-test') FROM timers.keyed_timers"
+            "SELECT timers._keyed_fire(id, owed_at, 'upgrade-test') FROM timers.keyed_timers"
         ).fetchone()
         assert key is not None and key[0]["ok"] is True
         assert conn.execute("SELECT * FROM public.hits ORDER BY 1").fetchall() == [
@@ -274,3 +274,61 @@ def test_failed_install_changes_nothing(empty_db: Database) -> None:
     with empty_db.connect() as conn:
         assert conn.execute("SELECT to_regclass('timers.alembic_version')").fetchone() == (None,)
         assert conn.execute("SELECT to_regclass('timers.runs')").fetchone() == (None,)
+
+
+# The public surface: names users and other tools depend on (../shared/SPEC.md and the
+# docs). A routine may gain arguments with defaults; one that goes is a broken promise.
+PUBLIC_ROUTINES = {
+    "add_holiday(text,date,text)",
+    "add_trading_day(text,date,text)",
+    "advance_test_clock(text,timestamp with time zone,boolean,jsonb)",
+    "arm(text,timestamp with time zone,text,integer,timestamp with time zone,text,text,text,"
+    "text,text,timestamp with time zone,text)",
+    "cancel(text)",
+    "create_test_clock(text,timestamp with time zone)",
+    "delete(text)",
+    "delete_test_clock(text)",
+    "drop_calendar(text)",
+    "drop_old_partitions(regclass,interval)",
+    "drop_policy(text)",
+    "enable(text,boolean)",
+    "hold(text,text)",
+    "is_trading_day(text,date)",
+    "keep_data_for(regclass,interval,text)",
+    "list_keyed(text,text,text)",
+    "move(text,timestamp with time zone,text)",
+    "next_runs(text,integer,timestamp with time zone,text)",
+    "remove_day(text,date)",
+    "repin(text,text,text)",
+    "resume(text)",
+    "run(text,jsonb)",
+    "save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,"
+    "bigint,interval,boolean,text)",
+    "save_calendar(text,text,date,date)",
+    "set_calendar_week(text,date,text)",
+    "set_policy(text,interval,text)",
+    "set_timezone(text)",
+    "trading_days(text,date,date)",
+    "unlock(text)",
+}
+PUBLIC_VIEWS = {"keyed", "keyed_owners", "recent_runs", "status", "trouble"}
+
+
+def test_the_public_surface_is_all_there(db: Database) -> None:
+    with db.connect() as conn:
+        routines = {
+            r[0].removeprefix("timers.")
+            for r in conn.execute(
+                "SELECT p.oid::regprocedure::text FROM pg_proc p"
+                " WHERE p.pronamespace = 'timers'::regnamespace AND p.proname !~ '^_'"
+            )
+        }
+        views = {
+            r[0]
+            for r in conn.execute(
+                "SELECT relname FROM pg_class WHERE relnamespace = 'timers'::regnamespace"
+                " AND relkind = 'v'"
+            )
+        }
+    assert routines >= PUBLIC_ROUTINES, sorted(PUBLIC_ROUTINES - routines)
+    assert views >= PUBLIC_VIEWS

@@ -91,7 +91,10 @@ CALLS: list[tuple[str, str]] = [
     ("_run_request", "SELECT timers._run_request(1, 'x')"),
     ("_apply_gaps", "SELECT timers._apply_gaps('x', 'x', now())"),
     ("_runner_start", "SELECT timers._runner_start('x', 'x', 1, 'x', 1)"),
-    ("_clock_jump", "SELECT timers._clock_jump(now() - interval '1 day', now(), 'x')"),
+    (
+        "_server_clock_jumped",
+        "SELECT timers._server_clock_jumped(now() - interval '1 day', now(), 'x')",
+    ),
     ("_prune", "SELECT timers._prune()"),
 ]
 
@@ -102,7 +105,7 @@ _RUNNER_ONLY = {
     "_run_request",
     "_apply_gaps",
     "_runner_start",
-    "_clock_jump",
+    "_server_clock_jumped",
     "_prune",
 }
 

@@ -304,7 +304,7 @@ SUPERUSER_CALLS = [
     ("_run_due", "SELECT timers._run_due(t.id, t.next_due_at, 'x') FROM timers.timers t"),
     ("_runner_start", "SELECT timers._runner_start('r', 'h', 1, 'v', 1)"),
     ("_apply_gaps", "SELECT timers._apply_gaps('x', 'r', '2027-01-01')"),
-    ("_clock_jump", "SELECT timers._clock_jump('2020-01-01', '2030-01-01', 'r')"),
+    ("_server_clock_jumped", "SELECT timers._server_clock_jumped('2020-01-01', '2030-01-01', 'r')"),
     ("_prune", "SELECT timers._prune()"),
 ]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sqltext import head, statements
+from tests.sqltext import head, statements, without_strings
 
 CODE = Path(__file__).resolve().parents[2] / "sql" / "code"
 ROUTINE = re.compile(r"^CREATE OR REPLACE (FUNCTION|PROCEDURE) (timers\.\w+)\(", re.I)
@@ -58,7 +58,7 @@ def test_every_routine_pins_its_search_path_or_needs_none() -> None:
             continue
         # an inlinable SQL helper: no name it uses can be looked up in a user's schema
         assert "LANGUAGE sql" in statement, f"{file}: {name} has no SET search_path"
-        body = re.sub(r"'(?:[^']|'')*'", "''", _body(statement))
+        body = without_strings(_body(statement))
         body = re.sub(r"OPERATOR\(pg_catalog\.[^)]+\)", " ", body)
         for call in re.findall(r"(?<![\w.:])(\w+)\(", body):
             assert call.upper() in CONSTRUCTS, f"{name} calls {call}() unqualified"

@@ -330,9 +330,9 @@ def test_list_keyed_and_next_timer(conn: psycopg.Connection) -> None:
         "SELECT timers.hold('job:task:file:2027', 'x')",
         "SELECT timers.resume('job:task:file:2027')",
         "SELECT timers.repin('job:task:file:2027', 'SELECT 2')",
-        "SELECT timers._arm('pgt_alice', 'job:task:x:2027', '2030-01-01', 'SELECT 1', 5,"
+        "SELECT timers._keyed_arm('pgt_alice', 'job:task:x:2027', '2030-01-01', 'SELECT 1', 5,"
         " NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
-        "SELECT timers._fire_keyed(1, '2030-01-01', 'me')",
+        "SELECT timers._keyed_fire(1, '2030-01-01', 'me')",
         "UPDATE timers.keyed_timers SET owner = 'postgres'",
         "INSERT INTO timers.keyed_events (key, event, cause) VALUES ('x', 'fired', 'x')",
     ],
@@ -368,7 +368,7 @@ def test_nobody_arms_a_timer_that_runs_as_someone_else(db: Database) -> None:
                 errors.InsufficientPrivilege, match="cannot arm a keyed timer as role"
             ):
                 alice.execute(
-                    "SELECT timers._arm(%s, 'job:task:x:2027', '2030-01-01', 'SELECT 1', 5,"
+                    "SELECT timers._keyed_arm(%s, 'job:task:x:2027', '2030-01-01', 'SELECT 1', 5,"
                     " NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
                     [owner],
                 )

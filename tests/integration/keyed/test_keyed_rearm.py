@@ -398,7 +398,7 @@ def test_only_admins_set_policies(db: Database, role: str) -> None:
     with db.connect(role) as conn, pytest.raises(errors.InsufficientPrivilege):
         conn.execute("SELECT timers.set_policy('stall', '7 days')")
     with db.connect(role) as conn, pytest.raises(errors.InsufficientPrivilege):
-        conn.execute("SELECT timers._set_policy('postgres', 'stall', '7 days', '')")
+        conn.execute("SELECT timers._keyed_set_policy('postgres', 'stall', '7 days', '')")
     with db.connect("pgt_alice") as alice:
         alice.execute("SELECT timers.set_policy('stall', '7 days')")
     with db.connect("pgt_reader") as reader:

@@ -112,7 +112,7 @@ def test_redeliver_answers_replayed_with_the_original_commit(
     with conn.cursor() as cur:
         cur.execute("SET ROLE pgtimers_runner")
         answer = cur.execute(
-            "SELECT timers._fire_keyed(id, owed_at, 'test') FROM timers.keyed_timers"
+            "SELECT timers._keyed_fire(id, owed_at, 'test') FROM timers.keyed_timers"
             " WHERE key = 'sbn:schedule:monthly:2028-02'"
         ).fetchone()
         cur.execute("RESET ROLE")
