@@ -297,7 +297,8 @@ def test_clock_set_forward_skips_the_due_times_jumped_over(conn: psycopg.Connect
         "UPDATE timers.timers SET next_due_at = date_trunc('second', now()) - interval '5 s'"
     )
     events = conn.execute(
-        "SELECT timers._server_clock_jumped(date_trunc('second', now()) - interval '6 s', now(), 'test')"
+        "SELECT timers._server_clock_jumped("
+        "date_trunc('second', now()) - interval '6 s', now(), 'test')"
     ).fetchone()[0]
     assert [e["timer"] for e in events] == ["tick"]
     assert timer_row(conn, "tick")["last_skip_reason"] == "the clock was set forward"
