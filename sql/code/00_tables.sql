@@ -44,7 +44,7 @@ GRANT UPDATE (next_due_at, expired, last_due_at, last_run_at, last_late_ms, max_
     ON timers.timers TO pgtimers_runner;
 
 COMMENT ON TABLE timers.runners IS
-    'Runners serving this database; a runner is live while its session holds the shared advisory lock (28776, 0).';
+    'Runners serving this database; a runner is live while the control backend it registered is connected.';
 COMMENT ON TABLE timers.run_requests IS
     'Run-now requests of CALL timers.run, with the result the runner wrote.';
 COMMENT ON TABLE timers.timers IS
@@ -73,11 +73,11 @@ COMMENT ON TABLE timers.keyed_events IS
     'One row per arm, re-arm (with its cause), fire, supersede, hold, resume and void of a keyed timer.';
 COMMENT ON TABLE timers.keyed_policies IS
     'Named silence spans of keyed timers; change one with timers.set_policy, which re-arms its timers.';
-COMMENT ON COLUMN timers.timers.owner_oid IS
-    'The oid of the role that saved the timer (owner is its name then): a rename never hands the timer to another role.';
-COMMENT ON COLUMN timers.keyed_timers.owner_oid IS
-    'The oid of the role that armed (or repinned) the timer.';
 COMMENT ON TABLE timers.locks IS
     'Row locks of pgtimers'' coordination (runner start, pruning, one keyed fire per clock); only pgtimers'' roles can take them.';
 COMMENT ON TABLE timers.pending_changes IS
     'Changes asked for while the timer ran (disable, enable, delete): applied when its run ends.';
+COMMENT ON COLUMN timers.timers.executor IS
+    'The function of schema timers_exec the timer''s SQL runs in: its owner is the role the timer runs as.';
+COMMENT ON COLUMN timers.keyed_timers.executor IS
+    'The function of schema timers_exec the keyed timer''s SQL runs in: its owner is the role it runs as.';

@@ -4,47 +4,125 @@
 -- Repeatable: applied whole on every install and upgrade, after the versioned
 -- migrations (docs/design.md). Each object here is defined in this file only.
 
--- The executor of an owner: a SECURITY DEFINER function owned by that role, in
--- schema timers_exec which owners cannot reach by name. Running a timer's SQL
--- inside it pins the owner's identity: PostgreSQL refuses SET ROLE, RESET ROLE
--- and SET SESSION AUTHORIZATION in a security-definer function, and a function
--- cannot COMMIT or ROLLBACK the run's transaction.
-CREATE OR REPLACE FUNCTION timers._executor_name(p_owner name) RETURNS text
+-- Executors. A timer's SQL runs inside its executor: a SECURITY DEFINER function
+-- of schema timers_exec that the timer names (its column executor). The executor's
+-- owner is the timer's owner: the role it runs as is PostgreSQL's own ownership of a
+-- function, which pg_dump restores by role name, REASSIGN OWNED moves, DROP OWNED
+-- drops and ALTER ROLE ... RENAME keeps. Inside a security-definer function
+-- PostgreSQL refuses SET ROLE, RESET ROLE and SET SESSION AUTHORIZATION, and a
+-- function cannot COMMIT or ROLLBACK the run's transaction. The role that saves a
+-- timer makes its executor itself (pgtimers_admin may CREATE in timers_exec, never
+-- use it by name), so no step needs the right to act as another role.
+
+-- The executor a role owns, if it has one (the first by name): a security-definer
+-- function of timers_exec taking one text.
+CREATE OR REPLACE FUNCTION timers._executor_of(p_role name) RETURNS text
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, pg_temp
-    AS $$ SELECT 'as_' || r.oid::text FROM pg_roles r WHERE r.rolname = p_owner $$;
+    AS $$
+        SELECT p.proname::text FROM pg_proc p
+         WHERE p.pronamespace = 'timers_exec'::regnamespace AND p.prosecdef
+           AND p.proowner = (SELECT r.oid FROM pg_roles r WHERE r.rolname = p_role)
+           AND p.proargtypes = '25'::oidvector
+         ORDER BY p.proname
+         LIMIT 1
+    $$;
 
--- Make (or repair) the executor of p_owner; returns its name.
+-- The executor of p_owner (the caller of a save or arm, proven by its ticket), made
+-- now if it has none; its name. SECURITY DEFINER: made by the role that installed
+-- pgtimers, which then hands it to p_owner (ALTER FUNCTION ... OWNER TO) inside this
+-- one call, so that no code of the caller runs while anything is lent. For that hand
+-- over a role that is not a superuser must be able to act as p_owner, and p_owner
+-- needs CREATE on timers_exec: both are lent for the hand over and taken back. Only
+-- roles with USAGE on timers_exec can call an executor: its owner, the role that
+-- installed pgtimers, which runs timers through timers._exec_as.
 CREATE OR REPLACE FUNCTION timers._ensure_executor(p_owner name) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_fn text := timers._executor_name(p_owner);
+    v_fn text := timers._executor_of(p_owner);
+    v_oid oid := (SELECT r.oid FROM pg_roles r WHERE r.rolname = p_owner);
+    v_n integer := 1;
 BEGIN
-    IF v_fn IS NULL THEN
+    IF v_fn IS NOT NULL THEN
+        RETURN v_fn;
+    END IF;
+    IF v_oid IS NULL THEN
         RAISE EXCEPTION 'role "%" does not exist', p_owner USING ERRCODE = '42704';
     END IF;
-    IF to_regprocedure(format('timers_exec.%I(text)', v_fn)) IS NOT NULL
-       AND NOT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner
-                        WHERE p.oid = to_regprocedure(format('timers_exec.%I(text)', v_fn))
-                          AND p.prosecdef AND r.rolname = p_owner) THEN
-        EXECUTE format('DROP FUNCTION timers_exec.%I(text)', v_fn);
-    END IF;
-    IF to_regprocedure(format('timers_exec.%I(text)', v_fn)) IS NULL THEN
-        EXECUTE format(
-            'CREATE FUNCTION timers_exec.%I(sql text) RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER '
-            'SET search_path = "$user", public, pg_temp AS $x$ '
-            'DECLARE n bigint; BEGIN EXECUTE sql; GET DIAGNOSTICS n = ROW_COUNT; '
-            -- deferred triggers fire here, as the owner, not at COMMIT as the runner (PG < 18)
-            'SET CONSTRAINTS ALL IMMEDIATE; RETURN n; END $x$',
-            v_fn);
-        EXECUTE format('REVOKE ALL ON FUNCTION timers_exec.%I(text) FROM PUBLIC', v_fn);
-        EXECUTE format('ALTER FUNCTION timers_exec.%I(text) OWNER TO %I', v_fn, p_owner);
-    END IF;
+    v_fn := 'as_' || v_oid::text;
+    -- a restored database may hold another role's executor of that name
+    WHILE EXISTS (SELECT 1 FROM pg_proc p
+                   WHERE p.pronamespace = 'timers_exec'::regnamespace AND p.proname = v_fn) LOOP
+        v_n := v_n + 1;
+        v_fn := 'as_' || v_oid::text || '_n' || v_n;
+    END LOOP;
+    EXECUTE format(
+        'CREATE FUNCTION timers_exec.%I(sql text) RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER '
+        'SET search_path = "$user", public, pg_temp AS $x$ '
+        'DECLARE n bigint; BEGIN EXECUTE sql; GET DIAGNOSTICS n = ROW_COUNT; '
+        -- deferred triggers fire here, as the owner, not at COMMIT as the runner (PG < 18)
+        'SET CONSTRAINTS ALL IMMEDIATE; RETURN n; END $x$',
+        v_fn);
+    EXECUTE format('REVOKE ALL ON FUNCTION timers_exec.%I(text) FROM PUBLIC', v_fn);
+    EXECUTE format('GRANT EXECUTE ON FUNCTION timers_exec.%I(text) TO %I', v_fn, current_user);
+    PERFORM timers._hand_over(v_fn, p_owner);
     RETURN v_fn;
 END
 $$;
+
+-- Give executor p_fn to role p_owner. A superuser just does; another role (a
+-- managed database's owner) lends itself the right to act as p_owner when it may
+-- (CREATEROLE; on PostgreSQL 16 and later the ADMIN option on p_owner, which a role
+-- has on the roles it created) and p_owner CREATE on timers_exec, and takes both
+-- back. When it may not, the error names the GRANT that lets it.
+CREATE OR REPLACE FUNCTION timers._hand_over(p_fn text, p_owner name) RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_me name := current_user;
+    v_super boolean := (SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = current_user);
+    v_lent_role boolean := false;
+    v_lent_create boolean := false;
+BEGIN
+    IF NOT v_super THEN
+        IF NOT pg_has_role(v_me, p_owner, CASE WHEN current_setting('server_version_num')::int >= 160000
+                                               THEN 'SET' ELSE 'MEMBER' END) THEN
+            BEGIN
+                EXECUTE format('GRANT %I TO %I', p_owner, v_me);
+                v_lent_role := true;
+            EXCEPTION WHEN insufficient_privilege OR invalid_grant_operation THEN
+                RAISE EXCEPTION 'role "%" (which installed pgtimers) cannot make the executor of role "%": it must be able to act as "%"', v_me, p_owner, p_owner
+                    USING ERRCODE = '42501',
+                          HINT = format('Run as a role that may: GRANT %I TO %I;', p_owner, v_me);
+            END;
+        END IF;
+        IF NOT has_schema_privilege(p_owner, 'timers_exec', 'CREATE') THEN
+            EXECUTE format('GRANT CREATE ON SCHEMA timers_exec TO %I', p_owner);
+            v_lent_create := true;
+        END IF;
+    END IF;
+    EXECUTE format('ALTER FUNCTION timers_exec.%I(text) OWNER TO %I', p_fn, p_owner);
+    IF v_lent_create THEN
+        EXECUTE format('REVOKE CREATE ON SCHEMA timers_exec FROM %I', p_owner);
+    END IF;
+    IF v_lent_role THEN
+        EXECUTE format('REVOKE %I FROM %I', p_owner, v_me);
+    END IF;
+END
+$$;
+
+-- The role a timer's executor runs as (its owner), NULL when it is gone.
+CREATE OR REPLACE FUNCTION timers._executor_owner(p_executor text) RETURNS oid
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT p.proowner FROM pg_proc p
+         WHERE p.pronamespace = 'timers_exec'::regnamespace AND p.proname = p_executor
+           AND p.prosecdef AND p.proargtypes = '25'::oidvector
+    $$;
 
 -- Run a timer's saved SQL as its owner (the runner's path), through the owner's
 -- executor; returns the row count of its last statement. SECURITY DEFINER: the
@@ -55,21 +133,13 @@ CREATE OR REPLACE FUNCTION timers._exec_as(p_owner name, p_sql text) RETURNS big
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_same boolean;
     v_fn text;
     v_settings text[];
     v_prepared text[];
     v_call text;
     v_rows bigint;
 BEGIN
-    v_same := timers._check_saved(p_owner, p_sql);
-    v_fn := timers._checked_executor(p_owner);
-    -- owners are stored by name: after a rename, the role that takes the name never runs it
-    IF NOT v_same THEN
-        RAISE EXCEPTION 'role "%" is not the role that saved this timer: its owner was renamed or dropped, and another role has the name now', p_owner
-            USING ERRCODE = '42501',
-                  HINT = 'Save or arm the timer again as the role that should run it.';
-    END IF;
+    v_fn := timers._saved_executor(p_owner, p_sql);
     PERFORM timers._scan_session_use(p_sql);
     v_settings := timers._settings_now();
     v_prepared := timers._prepared_now();
@@ -77,17 +147,6 @@ BEGIN
     EXECUTE v_call INTO v_rows USING p_sql;
     PERFORM timers._restore_session(v_settings, v_prepared);
     RETURN v_rows;
-END
-$$;
-
--- The owner's oid, whenever the owner is written.
-CREATE OR REPLACE FUNCTION timers._set_owner_oid() RETURNS trigger
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-BEGIN
-    NEW.owner_oid := (SELECT r.oid FROM pg_roles r WHERE r.rolname = NEW.owner);
-    RETURN NEW;
 END
 $$;
 
@@ -126,70 +185,48 @@ CREATE OR REPLACE FUNCTION timers._prepared_now() RETURNS text[]
           FROM pg_catalog.pg_prepared_statements p
     $$;
 
--- The run's identity check: p_sql is the saved SQL of a timer or keyed timer of
--- p_owner (the one the run names in pgtimers.timer, else any); else 42501. A
--- superuser session may run any SQL (it could SET ROLE). Returns whether the role
--- that saved it is the one that has the name now (false after a rename).
-CREATE OR REPLACE FUNCTION timers._check_saved(p_owner name, p_sql text) RETURNS boolean
+-- The run's identity check: the executor of the saved timer or keyed timer whose
+-- SQL p_sql is (the one the run names in pgtimers.timer, else any of p_owner's),
+-- checked to be there and to be a security-definer function; else 42501 (SQL of the
+-- caller's choosing) or 42704 (the executor is gone). A superuser session may run any
+-- SQL as a role with an executor (it could SET ROLE anyway).
+CREATE OR REPLACE FUNCTION timers._saved_executor(p_owner name, p_sql text) RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_oid oid := (SELECT r.oid FROM pg_roles r WHERE r.rolname = p_owner);
     v_timer text := current_setting('pgtimers.timer', true);
-    v_saved_oid oid;
+    v_fn text;
     v_saved boolean;
-    v_same boolean;
 BEGIN
     -- a run names what it runs (a timer's name or a keyed timer's key): a unique index finds it
-    SELECT t.owner_oid INTO v_saved_oid FROM timers.timers t
+    SELECT t.executor INTO v_fn FROM timers.timers t
      WHERE lower(t.name) = lower(v_timer) COLLATE "default" AND t.owner = p_owner AND t.sql = p_sql;
     v_saved := FOUND;
     IF NOT v_saved THEN
-        SELECT k.owner_oid INTO v_saved_oid FROM timers.keyed_timers k
+        SELECT k.executor INTO v_fn FROM timers.keyed_timers k
          WHERE k.key = v_timer AND k.owner = p_owner AND k.sql = p_sql;
         v_saved := FOUND;
     END IF;
-    IF v_saved THEN
-        v_same := v_saved_oid IS NOT DISTINCT FROM v_oid;
-    ELSE
-        v_same := EXISTS (SELECT 1 FROM timers.timers t
-                           WHERE t.owner = p_owner AND t.sql = p_sql AND t.owner_oid = v_oid)
-               OR EXISTS (SELECT 1 FROM timers.keyed_timers k
-                           WHERE md5(k.sql) = md5(p_sql) AND k.sql = p_sql AND k.owner = p_owner
-                             AND k.owner_oid = v_oid);
-        v_saved := v_same
-               OR EXISTS (SELECT 1 FROM timers.timers t WHERE t.owner = p_owner AND t.sql = p_sql)
-               OR EXISTS (SELECT 1 FROM timers.keyed_timers k
-                           WHERE md5(k.sql) = md5(p_sql) AND k.sql = p_sql AND k.owner = p_owner);
+    IF NOT v_saved THEN
+        SELECT t.executor INTO v_fn FROM timers.timers t WHERE t.owner = p_owner AND t.sql = p_sql LIMIT 1;
+        v_saved := FOUND;
     END IF;
-    IF NOT v_saved AND NOT coalesce((SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = session_user), false) THEN
-        RAISE EXCEPTION 'permission denied to run this SQL as role "%": the runner runs only the saved SQL of a timer of that role', p_owner
-            USING ERRCODE = '42501';
+    IF NOT v_saved THEN
+        SELECT k.executor INTO v_fn FROM timers.keyed_timers k
+         WHERE md5(k.sql) = md5(p_sql) AND k.sql = p_sql AND k.owner = p_owner LIMIT 1;
+        v_saved := FOUND;
     END IF;
-    RETURN NOT v_saved OR v_same;
-END
-$$;
-
--- The owner's executor, checked: it exists and is a security-definer function owned
--- by the owner (after REASSIGN OWNED it would run as someone else). Its name.
-CREATE OR REPLACE FUNCTION timers._checked_executor(p_owner name) RETURNS text
-    LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    v_fn text := timers._executor_name(p_owner);
-    v_proc regprocedure;
-BEGIN
-    v_proc := CASE WHEN v_fn IS NOT NULL THEN to_regprocedure(format('timers_exec.%I(text)', v_fn)) END;
-    IF v_proc IS NULL THEN
+    IF NOT v_saved THEN
+        IF NOT coalesce((SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = session_user), false) THEN
+            RAISE EXCEPTION 'permission denied to run this SQL as role "%": the runner runs only the saved SQL of a timer of that role', p_owner
+                USING ERRCODE = '42501';
+        END IF;
+        v_fn := timers._executor_of(p_owner);
+    END IF;
+    IF v_fn IS NULL OR timers._executor_owner(v_fn) IS NULL THEN
         RAISE EXCEPTION 'the timer''s owner "%" has no executor (the role was dropped or its objects were); save the timer again as an existing role', p_owner
             USING ERRCODE = '42704';
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner
-                    WHERE p.oid = v_proc AND p.prosecdef AND r.rolname = p_owner) THEN
-        RAISE EXCEPTION 'the executor of role "%" is not a security-definer function owned by it; save the timer again to repair it', p_owner
-            USING ERRCODE = '42501';
     END IF;
     RETURN v_fn;
 END
@@ -264,31 +301,30 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE TRIGGER owner_oid BEFORE INSERT OR UPDATE OF owner ON timers.timers
-    FOR EACH ROW EXECUTE FUNCTION timers._set_owner_oid();
 
-CREATE OR REPLACE TRIGGER owner_oid BEFORE INSERT OR UPDATE OF owner ON timers.keyed_timers
-    FOR EACH ROW EXECUTE FUNCTION timers._set_owner_oid();
 
 -- ---------------------------------------------------------------------------
 -- Rights
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION
-    timers._executor_name(name),
+    timers._executor_of(name),
     timers._ensure_executor(name),
+    timers._hand_over(text,name),
+    timers._executor_owner(text),
+    timers._saved_executor(name,text),
     timers._exec_as(name,text),
-    timers._set_owner_oid(),
     timers._guarded_settings(),
     timers._settings_now(),
     timers._prepared_now(),
-    timers._check_saved(name,text),
-    timers._checked_executor(name),
     timers._scan_session_use(text),
     timers._restore_session(text[],text[])
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
-    timers._executor_name(name)
-    TO PUBLIC;
+    timers._executor_owner(text)
+    TO pgtimers_reader, pgtimers_runner;
+GRANT EXECUTE ON FUNCTION
+    timers._executor_of(name)
+    TO pgtimers_admin;
 GRANT EXECUTE ON FUNCTION
     timers._exec_as(name,text)
     TO pgtimers_runner;

@@ -10,14 +10,16 @@ SELECT
     t.schedule,
     -- A timer's SQL may hold secrets: readers see it for their own timers only.
     CASE WHEN pg_has_role(current_user, 'pgtimers_admin', 'MEMBER')
-           OR pg_has_role(current_user, (SELECT r.oid FROM pg_roles r WHERE r.rolname = t.owner), 'MEMBER')
+           OR pg_has_role(current_user, (SELECT p.proowner FROM pg_proc p WHERE p.pronamespace = 'timers_exec'::regnamespace AND p.proname = t.executor), 'MEMBER')
          THEN t.sql END AS sql,
     -- turned on or off while running: shown as asked
     coalesce((SELECT pc.action = 'enable' FROM timers.pending_changes pc WHERE pc.timer_id = t.id),
              t.enabled) AS enabled,
     (extract(epoch FROM t.created_at) * 1000)::bigint AS created_ms,
     (extract(epoch FROM t.updated_at) * 1000)::bigint AS updated_ms,
-    t.owner::text AS created_by,
+    -- the role it runs as: its executor's owner (a rename or REASSIGN OWNED shows), else the
+    -- name it was saved by (the executor is gone: DROP OWNED)
+    coalesce(pg_get_userbyid((SELECT p.proowner FROM pg_proc p WHERE p.pronamespace = 'timers_exec'::regnamespace AND p.proname = t.executor)), t.owner)::text AS created_by,
     coalesce((extract(epoch FROM t.next_due_at) * 1000)::bigint, 0) AS next_run_ms,
     coalesce((extract(epoch FROM t.last_run_at) * 1000)::bigint, 0) AS last_run_ms,
     coalesce((extract(epoch FROM t.last_due_at) * 1000)::bigint, 0) AS last_due_ms,

@@ -128,6 +128,7 @@ CREATE OR REPLACE FUNCTION timers._save(
     AS $$
 DECLARE
     v_old timers.timers;
+    v_executor text;
     v_zone text;
     v_spec jsonb;
     v_now timestamptz;
@@ -159,18 +160,19 @@ BEGIN
     IF v_old.id IS NOT NULL THEN
         PERFORM timers._refuse_locked(v_old, 'changed');
     END IF;
-    PERFORM timers._ensure_executor(p_owner);
+    v_executor := timers._ensure_executor(p_owner);
 
     INSERT INTO timers.timers AS t (name, schedule, spec, sql, enabled, timezone, catch_up, start_at,
-                                    end_at, max_runs, timeout, locked, test_clock, owner)
+                                    end_at, max_runs, timeout, locked, test_clock, owner, executor)
     VALUES (p_name, v_spec->>'schedule', v_spec, p_sql, p_enabled, v_zone, p_catch_up, p_start_at,
-            p_end_at, p_max_runs, p_timeout, p_locked, p_test_clock, p_owner)
+            p_end_at, p_max_runs, p_timeout, p_locked, p_test_clock, p_owner, v_executor)
     ON CONFLICT ((lower(name))) DO UPDATE
         SET name = EXCLUDED.name, schedule = EXCLUDED.schedule, spec = EXCLUDED.spec,
             sql = EXCLUDED.sql, enabled = EXCLUDED.enabled, timezone = EXCLUDED.timezone,
             catch_up = EXCLUDED.catch_up, start_at = EXCLUDED.start_at, end_at = EXCLUDED.end_at,
             max_runs = EXCLUDED.max_runs, timeout = EXCLUDED.timeout, locked = EXCLUDED.locked,
-            test_clock = EXCLUDED.test_clock, owner = EXCLUDED.owner, updated_at = now(),
+            test_clock = EXCLUDED.test_clock, owner = EXCLUDED.owner,
+            executor = EXCLUDED.executor, updated_at = now(),
             expired = false, scheduled_runs = 0
     RETURNING t.* INTO v_row;
     v_id := v_row.id;

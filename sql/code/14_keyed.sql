@@ -110,10 +110,10 @@ SELECT k.key,
        k.resumed_at,
        k.late_at,
        k.test_clock,
-       k.owner::text AS owner,
+       coalesce(pg_get_userbyid((SELECT p.proowner FROM pg_proc p WHERE p.pronamespace = 'timers_exec'::regnamespace AND p.proname = k.executor)), k.owner)::text AS owner,
        -- a timer's SQL may hold secrets: readers see it for their own timers only (as timers.status)
        CASE WHEN pg_has_role(current_user, 'pgtimers_admin', 'MEMBER')
-              OR pg_has_role(current_user, (SELECT r.oid FROM pg_roles r WHERE r.rolname = k.owner), 'MEMBER')
+              OR pg_has_role(current_user, (SELECT p.proowner FROM pg_proc p WHERE p.pronamespace = 'timers_exec'::regnamespace AND p.proname = k.executor), 'MEMBER')
             THEN k.sql END AS sql,
        k.ok,
        k.error,
@@ -288,7 +288,8 @@ $$;
 -- roll and the last activity; p_sql/p_owner/p_version: the new SQL (repin).
 CREATE OR REPLACE FUNCTION timers._keyed_rearm(
     k timers.keyed_timers, p_actor name, p_cause text, p_event text, p_owed timestamptz,
-    p_nominal timestamptz, p_since timestamptz, p_sql text, p_owner name, p_version text) RETURNS bigint
+    p_nominal timestamptz, p_since timestamptz, p_sql text, p_owner name, p_version text,
+    p_executor text) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -304,7 +305,8 @@ BEGIN
                nominal_at = CASE WHEN status = 'held' THEN NULL ELSE p_nominal END,
                since = p_since,
                armed_at = CASE WHEN p_owed IS DISTINCT FROM k.owed_at THEN v_now ELSE armed_at END,
-               sql = p_sql, owner = p_owner, version = p_version, updated_at = now()
+               sql = p_sql, owner = p_owner, executor = p_executor, version = p_version,
+               updated_at = now()
          WHERE id = k.id;
         PERFORM timers._keyed_event(k, p_event, p_cause, p_actor, jsonb_build_object(
             'from', timers._iso(k.owed_at), 'to', timers._iso(p_owed),
@@ -317,11 +319,12 @@ BEGIN
             USING ERRCODE = '55000';
     END IF;
     INSERT INTO timers.keyed_timers (key, subject, kind, name, occurrence, n, status, place, owed_at,
-        armed_at, late_at, held_since, held_by, remaining, resumed_at, sql, owner, version, test_clock,
-        nominal_at, calendar, roll, zone, policy, since)
+        armed_at, late_at, held_since, held_by, remaining, resumed_at, sql, owner, executor, version,
+        test_clock, nominal_at, calendar, roll, zone, policy, since)
     VALUES (v_key, k.subject, k.kind, k.name, k.occurrence, k.n + 1, k.status, k.place,
             CASE WHEN k.status = 'held' THEN NULL ELSE p_owed END, v_now, k.late_at,
-            k.held_since, k.held_by, k.remaining, k.resumed_at, p_sql, p_owner, p_version, k.test_clock,
+            k.held_since, k.held_by, k.remaining, k.resumed_at, p_sql, p_owner, p_executor, p_version,
+            k.test_clock,
             CASE WHEN k.status = 'held' THEN NULL ELSE p_nominal END, k.calendar, k.roll, k.zone,
             k.policy, p_since)
     RETURNING * INTO s;
@@ -393,6 +396,7 @@ CREATE OR REPLACE FUNCTION timers._keyed_arm(
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    v_executor text;
     kp record;
     v_id bigint;
     v_now timestamptz;
@@ -426,11 +430,12 @@ BEGIN
     PERFORM timers._keyed_check_sql(p_sql);
     v_version := timers._keyed_version(p_sql, p_version);
     v_now := timers._now(p_test_clock);
-    PERFORM timers._ensure_executor(p_actor);
+    v_executor := timers._ensure_executor(p_actor);
     INSERT INTO timers.keyed_timers AS x (key, subject, kind, name, occurrence, n, place, owed_at,
-        armed_at, late_at, sql, owner, version, test_clock, nominal_at, calendar, roll, zone, policy, since)
+        armed_at, late_at, sql, owner, executor, version, test_clock, nominal_at, calendar, roll, zone,
+        policy, since)
     VALUES (p_key, kp.subject, kp.kind, kp.name, kp.occurrence, kp.n, p_place, v_owed, v_now,
-            p_late_at, p_sql, p_actor, v_version, p_test_clock, v_nominal, v_calendar,
+            p_late_at, p_sql, p_actor, v_executor, v_version, p_test_clock, v_nominal, v_calendar,
             CASE WHEN v_calendar IS NOT NULL THEN p_roll END, v_zone, v_policy.name,
             CASE WHEN v_policy.name IS NOT NULL THEN p_since END)
     ON CONFLICT (key) DO NOTHING
@@ -624,7 +629,8 @@ COMMENT ON FUNCTION timers.resume(text) IS
     'Re-arm a held keyed timer at now + remaining (never after its late_at); a time that passed fires at once. Needs pgtimers_admin.';
 
 -- The body of timers.repin.
-CREATE OR REPLACE FUNCTION timers._keyed_repin(p_actor name, p_key text, p_sql text, p_version text) RETURNS bigint
+CREATE OR REPLACE FUNCTION timers._keyed_repin(p_actor name, p_key text, p_sql text, p_version text)
+    RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -641,9 +647,8 @@ BEGIN
     IF k.sql = p_sql AND k.version = v_version AND k.owner = p_actor THEN
         RETURN k.id;
     END IF;
-    PERFORM timers._ensure_executor(p_actor);
     v_id := timers._keyed_rearm(k, p_actor, 'repin', 'repinned', k.owed_at, k.nominal_at, k.since,
-                                p_sql, p_actor, v_version);
+                                p_sql, p_actor, v_version, timers._ensure_executor(p_actor));
     PERFORM timers._audit(p_actor, 'repin', k.key, jsonb_build_object(
         'sql', p_sql, 'version', v_version, 'from_version', k.version, 'id', v_id));
     PERFORM timers._notify('repin', k.key);
@@ -849,7 +854,7 @@ REVOKE ALL ON FUNCTION
     timers._keyed_require(timers.keyed_timers,text[],text),
     timers._keyed_version(text,text),
     timers._keyed_check_sql(text),
-    timers._keyed_rearm(timers.keyed_timers,name,text,text,timestamp with time zone,timestamp with time zone,timestamp with time zone,text,name,text),
+    timers._keyed_rearm(timers.keyed_timers,name,text,text,timestamp with time zone,timestamp with time zone,timestamp with time zone,text,name,text,text),
     timers._keyed_arm(name,text,timestamp with time zone,text,integer,timestamp with time zone,text,text,text,text,text,timestamp with time zone,text),
     timers.arm(text,timestamp with time zone,text,integer,timestamp with time zone,text,text,text,text,text,timestamp with time zone,text),
     timers._keyed_move(name,text,timestamp with time zone,text),

@@ -117,7 +117,8 @@ BEGIN
         UPDATE timers.keyed_timers SET nominal_at = p_nominal, since = p_since WHERE id = k.id;
         RETURN NULL;
     END IF;
-    RETURN timers._keyed_rearm(k, p_actor, p_cause, 'moved', v_owed, p_nominal, p_since, k.sql, k.owner, k.version);
+    RETURN timers._keyed_rearm(k, p_actor, p_cause, 'moved', v_owed, p_nominal, p_since, k.sql, k.owner,
+                               k.version, k.executor);
 END
 $$;
 
@@ -148,7 +149,8 @@ BEGIN
         END;
         CONTINUE WHEN v_owed = k.owed_at;
         PERFORM timers._keyed_rearm(k, p_actor, 'calendar', 'moved', v_owed,
-                                    coalesce(k.nominal_at, k.owed_at), k.since, k.sql, k.owner, k.version);
+                                    coalesce(k.nominal_at, k.owed_at), k.since, k.sql, k.owner, k.version,
+                                    k.executor);
         v_count := v_count + 1;
     END LOOP;
     IF v_count > 0 THEN

@@ -1,0 +1,24 @@
+"""A timer names its executor; the executor's owner is the role it runs as.
+
+Revision ID: 0016
+Revises: 0015
+"""
+
+from __future__ import annotations
+
+from pgtimers.migrate import apply_sql_file
+
+revision = "0016"
+down_revision = "0015"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    """Apply sql/migrations/0016_executors.sql."""
+    apply_sql_file("migrations/0016_executors.sql")
+
+
+def downgrade() -> None:
+    """pgtimers migrations are forward-only."""
+    raise RuntimeError("pgtimers migrations are forward-only")
