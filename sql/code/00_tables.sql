@@ -81,3 +81,5 @@ COMMENT ON COLUMN timers.timers.executor IS
     'The function of schema timers_exec the timer''s SQL runs in: its owner is the role the timer runs as.';
 COMMENT ON COLUMN timers.keyed_timers.executor IS
     'The function of schema timers_exec the keyed timer''s SQL runs in: its owner is the role it runs as.';
+COMMENT ON COLUMN timers.timers.zone IS
+    'The zone the timer''s wall times are read in: its timezone, else the database''s default (timers.set_timezone), else UTC.';

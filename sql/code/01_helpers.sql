@@ -21,40 +21,45 @@ CREATE OR REPLACE FUNCTION timers._lowbit(x bigint) RETURNS integer
 -- The database's default zone (timers.set_timezone), else UTC.
 CREATE OR REPLACE FUNCTION timers._default_zone() RETURNS text
     LANGUAGE sql STABLE
-    SET search_path = pg_catalog, pg_temp
-    AS $$ SELECT coalesce((SELECT value FROM timers.settings WHERE key = 'timezone'), 'UTC') $$;
+    AS $$
+        SELECT COALESCE((SELECT s.value FROM timers.settings s WHERE s.key OPERATOR(pg_catalog.=) 'timezone'), 'UTC')
+    $$;
 
 -- The zone a timer's wall times are read in: its own, else the database default.
 CREATE OR REPLACE FUNCTION timers._zone(p_timezone text) RETURNS text
     LANGUAGE sql STABLE
-    SET search_path = pg_catalog, pg_temp
-    AS $$ SELECT coalesce(p_timezone, timers._default_zone()) $$;
+    AS $$ SELECT COALESCE(p_timezone, timers._default_zone()) $$;
 
 -- The time a timer lives on: its test clock's frozen time, else the server's.
 CREATE OR REPLACE FUNCTION timers._now(p_test_clock text) RETURNS timestamptz
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
-        SELECT CASE WHEN p_test_clock IS NULL THEN now()
-                    ELSE (SELECT c.now FROM timers.test_clocks c WHERE c.name = p_test_clock) END
-    $$;
+BEGIN
+    IF p_test_clock IS NULL THEN
+        RETURN now();
+    END IF;
+    RETURN (SELECT c.now FROM timers.test_clocks c WHERE c.name = p_test_clock);
+END
+$$;
 
--- ISO 8601 in UTC, e.g. 2027-01-04T09:00:00Z (fraction only when there is one).
+-- ISO 8601 in UTC, e.g. 2027-01-04T09:00:00Z (fraction only when there is one). The
+-- small helpers here look nothing up unqualified, so they need no SET clause and the
+-- planner inlines them into their callers.
 CREATE OR REPLACE FUNCTION timers._iso(p_at timestamptz) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
+    LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
-        SELECT to_char(p_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')
-            || CASE WHEN date_trunc('second', p_at) = p_at THEN ''
-                    ELSE rtrim(to_char(p_at AT TIME ZONE 'UTC', '.US'), '0') END
-            || 'Z'
+        SELECT pg_catalog.to_char(pg_catalog.timezone('UTC', p_at), 'YYYY-MM-DD"T"HH24:MI:SS')
+            OPERATOR(pg_catalog.||)
+               CASE WHEN pg_catalog.date_trunc('second', p_at) OPERATOR(pg_catalog.=) p_at THEN ''
+                    ELSE pg_catalog.rtrim(pg_catalog.to_char(pg_catalog.timezone('UTC', p_at), '.US'), '0') END
+            OPERATOR(pg_catalog.||) 'Z'
     $$;
 
 -- A span as whole milliseconds, never negative.
 CREATE OR REPLACE FUNCTION timers._ms(p_span interval) RETURNS bigint
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
-    AS $$ SELECT greatest(0, round(extract(epoch FROM p_span) * 1000))::bigint $$;
+    AS $$ SELECT GREATEST(0, pg_catalog.round(EXTRACT(epoch FROM p_span) OPERATOR(pg_catalog.*) 1000))::bigint $$;
 
 -- The rows of a skip event written one per due time up to this many; a larger
 -- gap (an `every 1s` timer down for a week) is one summary row.

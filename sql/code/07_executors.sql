@@ -116,13 +116,15 @@ $$;
 
 -- The role a timer's executor runs as (its owner), NULL when it is gone.
 CREATE OR REPLACE FUNCTION timers._executor_owner(p_executor text) RETURNS oid
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
-        SELECT p.proowner FROM pg_proc p
-         WHERE p.pronamespace = 'timers_exec'::regnamespace AND p.proname = p_executor
-           AND p.prosecdef AND p.proargtypes = '25'::oidvector
-    $$;
+BEGIN
+    RETURN (SELECT p.proowner FROM pg_proc p
+             WHERE p.proname = p_executor AND p.proargtypes = '25'::oidvector
+               AND p.pronamespace = 'timers_exec'::regnamespace AND p.prosecdef);
+END
+$$;
 
 -- Run a timer's saved SQL as its owner (the runner's path), through the owner's
 -- executor; returns the row count of its last statement. SECURITY DEFINER: the
@@ -135,7 +137,7 @@ CREATE OR REPLACE FUNCTION timers._exec_as(p_owner name, p_sql text) RETURNS big
 DECLARE
     v_fn text;
     v_settings text[];
-    v_prepared text[];
+    v_prepared text;
     v_call text;
     v_rows bigint;
 BEGIN
@@ -168,22 +170,32 @@ CREATE OR REPLACE FUNCTION timers._guarded_settings() RETURNS text[]
 
 -- The values of timers._guarded_settings() now, in that order.
 CREATE OR REPLACE FUNCTION timers._settings_now() RETURNS text[]
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
-        SELECT array_agg(current_setting(s.name, true) ORDER BY s.n)
-          FROM unnest(timers._guarded_settings()) WITH ORDINALITY AS s(name, n)
-    $$;
+DECLARE
+    v_names constant text[] := timers._guarded_settings();
+    v_values text[] := '{}';
+    i integer;
+BEGIN
+    FOR i IN 1 .. cardinality(v_names) LOOP
+        v_values := v_values || current_setting(v_names[i], true);
+    END LOOP;
+    RETURN v_values;
+END
+$$;
 
--- Statements prepared in this session, as name, time and statement's md5.
-CREATE OR REPLACE FUNCTION timers._prepared_now() RETURNS text[]
-    LANGUAGE sql STABLE
+-- What tells the statements prepared in this session apart: how many, and when the
+-- last was prepared (a PREPARE adds one or moves the time, a DEALLOCATE takes one).
+CREATE OR REPLACE FUNCTION timers._prepared_now() RETURNS text
+    LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
-        SELECT coalesce(array_agg(p.name || ' ' || p.prepare_time::text || ' ' || md5(p.statement)
-                                  ORDER BY p.name), '{}')
-          FROM pg_catalog.pg_prepared_statements p
-    $$;
+BEGIN
+    RETURN (SELECT count(*)::text || ' ' || coalesce(max(p.prepare_time)::text, '')
+              FROM pg_catalog.pg_prepared_statements p);
+END
+$$;
 
 -- The run's identity check: the executor of the saved timer or keyed timer whose
 -- SQL p_sql is (the one the run names in pgtimers.timer, else any of p_owner's),
@@ -263,7 +275,7 @@ $$;
 -- does not undo them), a WITH HOLD cursor (its query would run at COMMIT, as the
 -- runner), a read-only transaction (the bookkeeping commits in it). Raising fails the
 -- run, which rolls the SQL back with everything it set.
-CREATE OR REPLACE FUNCTION timers._restore_session(p_settings text[], p_prepared text[]) RETURNS void
+CREATE OR REPLACE FUNCTION timers._restore_session(p_settings text[], p_prepared text) RETURNS void
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -273,12 +285,14 @@ DECLARE
     i integer;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', p_settings[1], false);
-    FOR i IN 2 .. pg_catalog.cardinality(v_names) LOOP
+    IF timers._settings_now() IS DISTINCT FROM p_settings THEN
+      FOR i IN 2 .. pg_catalog.cardinality(v_names) LOOP
         v_name := v_names[i];
         CONTINUE WHEN v_name = 'transaction_read_only'
                    OR pg_catalog.current_setting(v_name, true) IS NOT DISTINCT FROM p_settings[i];
         PERFORM pg_catalog.set_config(v_name, p_settings[i], false);
-    END LOOP;
+      END LOOP;
+    END IF;
     IF pg_catalog.current_setting('transaction_read_only') IS DISTINCT FROM
        p_settings[pg_catalog.array_position(v_names, 'transaction_read_only')] THEN
         RAISE EXCEPTION 'a timer''s SQL may not leave its transaction read-only (SET transaction_read_only): the run''s bookkeeping commits in the same transaction'
@@ -287,7 +301,7 @@ BEGIN
     IF timers._prepared_now() IS DISTINCT FROM p_prepared THEN
         FOR v_name IN
             SELECT p.name FROM pg_catalog.pg_prepared_statements p
-             WHERE p.from_sql AND NOT (p.name || ' ' || p.prepare_time::text || ' ' || md5(p.statement) = ANY (p_prepared))
+             WHERE p.from_sql AND p.prepare_time >= pg_catalog.statement_timestamp()
         LOOP
             EXECUTE format('DEALLOCATE %I', v_name);
         END LOOP;
@@ -317,7 +331,7 @@ REVOKE ALL ON FUNCTION
     timers._settings_now(),
     timers._prepared_now(),
     timers._scan_session_use(text),
-    timers._restore_session(text[],text[])
+    timers._restore_session(text[],text)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._executor_owner(text)

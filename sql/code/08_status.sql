@@ -44,7 +44,7 @@ SELECT
         SELECT 1 FROM pg_locks l
          WHERE l.locktype = 'transactionid' AND l.transactionid = t.xmax AND l.granted
            AND l.pid <> pg_backend_pid())) AS running,
-    timers._zone(t.timezone) AS timezone,
+    t.zone AS timezone,
     coalesce(t.catch_up, 'skip') AS catch_up,
     t.start_at,
     t.end_at,

@@ -18,7 +18,7 @@ BEGIN
     IF t.max_runs IS NOT NULL AND t.scheduled_runs >= t.max_runs THEN
         RETURN NULL;
     END IF;
-    v_next := timers._next_due(t.spec, p_after, timers._zone(t.timezone), t.start_at);
+    v_next := timers._next_due(t.spec, p_after, t.zone, t.start_at);
     IF v_next IS NOT NULL AND t.end_at IS NOT NULL AND v_next > t.end_at THEN
         RETURN NULL;
     END IF;
@@ -163,16 +163,17 @@ BEGIN
     v_executor := timers._ensure_executor(p_owner);
 
     INSERT INTO timers.timers AS t (name, schedule, spec, sql, enabled, timezone, catch_up, start_at,
-                                    end_at, max_runs, timeout, locked, test_clock, owner, executor)
+                                    end_at, max_runs, timeout, locked, test_clock, owner, executor, zone)
     VALUES (p_name, v_spec->>'schedule', v_spec, p_sql, p_enabled, v_zone, p_catch_up, p_start_at,
-            p_end_at, p_max_runs, p_timeout, p_locked, p_test_clock, p_owner, v_executor)
+            p_end_at, p_max_runs, p_timeout, p_locked, p_test_clock, p_owner, v_executor,
+            timers._zone(v_zone))
     ON CONFLICT ((lower(name))) DO UPDATE
         SET name = EXCLUDED.name, schedule = EXCLUDED.schedule, spec = EXCLUDED.spec,
             sql = EXCLUDED.sql, enabled = EXCLUDED.enabled, timezone = EXCLUDED.timezone,
             catch_up = EXCLUDED.catch_up, start_at = EXCLUDED.start_at, end_at = EXCLUDED.end_at,
             max_runs = EXCLUDED.max_runs, timeout = EXCLUDED.timeout, locked = EXCLUDED.locked,
             test_clock = EXCLUDED.test_clock, owner = EXCLUDED.owner,
-            executor = EXCLUDED.executor, updated_at = now(),
+            executor = EXCLUDED.executor, zone = EXCLUDED.zone, updated_at = now(),
             expired = false, scheduled_runs = 0
     RETURNING t.* INTO v_row;
     v_id := v_row.id;
@@ -320,10 +321,12 @@ BEGIN
     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
     -- Timers without a zone of their own follow the default: read their wall times
     -- in the new zone (a `once` stores a resolved instant) and plan them again now.
+    UPDATE timers.timers SET zone = v_zone WHERE timezone IS NULL AND expired;
     FOR t IN SELECT * FROM timers.timers WHERE timezone IS NULL AND NOT expired FOR UPDATE LOOP
         t.spec := timers._parse_schedule(t.schedule, v_zone, timers._now(t.test_clock));
+        t.zone := v_zone;
         UPDATE timers.timers
-           SET spec = t.spec, next_due_at = timers._plan(t, timers._now(t.test_clock))
+           SET spec = t.spec, zone = v_zone, next_due_at = timers._plan(t, timers._now(t.test_clock))
          WHERE id = t.id;
     END LOOP;
     PERFORM timers._audit(p_actor, 'set_timezone', 'timezone', jsonb_build_object('from', v_old, 'to', v_zone));

@@ -193,7 +193,7 @@ BEGIN
     v_start := clock_timestamp();
     BEGIN
         -- a trading timer whose calendar is gone fails: calendar 'X' does not exist
-        PERFORM timers._calendar_ready(t.spec, p_due, timers._zone(t.timezone));
+        PERFORM timers._calendar_ready(t.spec, p_due, t.zone);
         v_rows := timers._exec_as(t.owner, t.sql);
     EXCEPTION WHEN query_canceled OR OTHERS THEN
         v_ok := false;
@@ -449,10 +449,75 @@ CREATE OR REPLACE FUNCTION timers._run_error(p_sqlstate text, p_message text, p_
             ELSE timers._cut(p_message) END
     $$;
 
+-- One fire, the runner's whole round trip: claim the oldest run-now request, else
+-- the earliest due timer (the server's clock, then test clocks), else (or only, with
+-- p_keyed_only) the next keyed timer in tick order, and run it, in the caller's
+-- transaction. p_timeout_ms is the time limit the caller's statement runs under; a
+-- timer whose own timeout differs is not run here but answered as a claim,
+-- {"claim": "timer"|"request", "id", "due_at", "timeout_ms"}, which the runner runs
+-- with its own limit (timers._run_due or timers._run_request). p_skip and
+-- p_skip_keyed: ids to leave alone for a while (their run raised). NULL: nothing to do.
+CREATE OR REPLACE FUNCTION timers._fire(
+    p_runner text, p_skip bigint[], p_skip_keyed bigint[], p_keyed_only boolean, p_timeout_ms bigint)
+    RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    r record;
+    v_timeout_ms bigint;
+BEGIN
+    IF NOT p_keyed_only THEN
+        SELECT q.id, t.timeout INTO r
+          FROM timers.run_requests q LEFT JOIN timers.timers t ON t.id = q.timer_id
+         WHERE q.finished_at IS NULL AND q.requested_at > now() - interval '5 minutes'
+         ORDER BY q.id
+         LIMIT 1
+           FOR UPDATE OF q SKIP LOCKED;
+        IF FOUND THEN
+            v_timeout_ms := timers._ms(coalesce(r.timeout, interval '10 minutes'));
+            IF v_timeout_ms <> p_timeout_ms THEN
+                RETURN jsonb_build_object('claim', 'request', 'id', r.id, 'timeout_ms', v_timeout_ms);
+            END IF;
+            RETURN coalesce(timers._run_request(r.id, p_runner), '{}');
+        END IF;
+        SELECT t.id, t.next_due_at, t.timeout INTO r
+          FROM timers.timers t
+         WHERE t.next_due_at <= now() AND t.test_clock IS NULL AND t.id <> ALL (p_skip)
+         ORDER BY t.next_due_at, t.id
+         LIMIT 1
+           FOR UPDATE SKIP LOCKED;
+        IF NOT FOUND THEN
+            SELECT t.id, t.next_due_at, t.timeout INTO r
+              FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
+             WHERE t.test_clock IS NOT NULL AND t.next_due_at IS NOT NULL AND t.next_due_at <= c.now
+               AND t.id <> ALL (p_skip)
+             ORDER BY t.next_due_at, t.id
+             LIMIT 1
+               FOR UPDATE OF t SKIP LOCKED;
+        END IF;
+        IF FOUND THEN
+            v_timeout_ms := timers._ms(coalesce(r.timeout, interval '10 minutes'));
+            IF v_timeout_ms <> p_timeout_ms THEN
+                RETURN jsonb_build_object('claim', 'timer', 'id', r.id, 'due_at', r.next_due_at,
+                                          'timeout_ms', v_timeout_ms);
+            END IF;
+            RETURN coalesce(timers._run_due(r.id, r.next_due_at, p_runner), '{}');
+        END IF;
+    END IF;
+    SELECT k.id, k.owed_at INTO r FROM timers._keyed_claim(p_skip_keyed) k;
+    IF FOUND THEN
+        RETURN coalesce(timers._keyed_fire(r.id, r.owed_at, p_runner), '{}');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
 -- ---------------------------------------------------------------------------
 -- Rights
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION
+    timers._fire(text,bigint[],bigint[],boolean,bigint),
     timers._due(integer),
     timers._next_wake(),
     timers._record_skips(timers.timers,timestamp with time zone[],bigint,timestamp with time zone,timestamp with time zone,text,text),
@@ -466,6 +531,7 @@ REVOKE ALL ON FUNCTION
     timers._run_error(text,text,interval)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
+    timers._fire(text,bigint[],bigint[],boolean,bigint),
     timers._due(integer),
     timers._next_wake(),
     timers._record_skips(timers.timers,timestamp with time zone[],bigint,timestamp with time zone,timestamp with time zone,text,text),

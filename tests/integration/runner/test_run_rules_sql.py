@@ -10,8 +10,8 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from pgtimers.run_queries import query
-from tests.conftest import Database
+from pgtimers.runner.queries import query
+from tests.conftest import Database, scalar
 from tests.integration.runner.conftest import save, timer_row
 
 T0 = dt.datetime(2027, 1, 4, 9, 0, 0, tzinfo=dt.timezone.utc)
@@ -97,7 +97,7 @@ def test_iso_due_at(conn: psycopg.Connection) -> None:
 
 def _run_due(db: Database, timer_id: int, due: dt.datetime) -> Any:
     with db.connect() as c:
-        return c.execute("SELECT timers._run_due(%s, %s, 'test')", [timer_id, due]).fetchone()[0]
+        return scalar(c, "SELECT timers._run_due(%s, %s, 'test')", [timer_id, due])
 
 
 def test_a_due_time_commits_once(db: Database, conn: psycopg.Connection) -> None:
@@ -171,9 +171,7 @@ def test_timeout_is_recorded_and_the_bookkeeping_commits(
     t = timer_row(conn, "slow")
     with db.connect(autocommit=False) as c:
         c.execute(query("set_timeout").replace("$1::text", "%s"), ["300"])
-        result = c.execute(
-            "SELECT timers._run_due(%s, %s, 'test')", [t["id"], t["next_due_at"]]
-        ).fetchone()[0]
+        result = scalar(c, "SELECT timers._run_due(%s, %s, 'test')", [t["id"], t["next_due_at"]])
         c.commit()
     assert result["ok"] is False
     assert result["error"].startswith("timed out: the run took longer than its timeout of")
@@ -193,10 +191,10 @@ def test_missing_calendar_fails_the_run_by_name(db: Database, conn: psycopg.Conn
 
 
 def test_claim_is_served_by_the_due_index(conn: psycopg.Connection) -> None:
-    spec = conn.execute("SELECT timers._parse_schedule('daily 02:00', 'UTC', now())").fetchone()[0]
+    spec = scalar(conn, "SELECT timers._parse_schedule('daily 02:00', 'UTC', now())")
     conn.execute(
-        "INSERT INTO timers.timers (name, schedule, spec, sql, owner, next_due_at)"
-        " SELECT 'n' || i, 'daily 02:00', %s, 'SELECT 1', current_user,"
+        "INSERT INTO timers.timers (name, schedule, spec, sql, owner, zone, next_due_at)"
+        " SELECT 'n' || i, 'daily 02:00', %s, 'SELECT 1', current_user, 'UTC',"
         "        now() + (CASE WHEN i <= 3 THEN -i ELSE i END) * interval '1 minute'"
         "   FROM generate_series(1, 5000) i",
         [psycopg.types.json.Jsonb(spec)],
@@ -277,13 +275,13 @@ def test_a_huge_gap_is_counted_in_full_and_written_as_one_row(conn: psycopg.Conn
     conn.execute(
         "UPDATE timers.timers SET next_due_at = date_trunc('second', now()) - interval '300 s'"
     )
-    events = conn.execute(
-        "SELECT timers._apply_gaps('no runner was serving the database', 'test', NULL)"
-    ).fetchone()[0]
+    events = scalar(
+        conn, "SELECT timers._apply_gaps('no runner was serving the database', 'test', NULL)"
+    )
     assert len(events) == 1 and events[0]["count"] >= 301
     t = timer_row(conn, "tick")
     assert t["skipped"] == events[0]["count"]
-    assert t["next_due_at"] > conn.execute("SELECT now()").fetchone()[0]
+    assert t["next_due_at"] > scalar(conn, "SELECT now()")
     rows = conn.execute("SELECT kind, reason FROM timers.runs").fetchall()
     assert len(rows) == 1 and rows[0][0] == "skipped"
     assert rows[0][1].startswith(f"{events[0]['count']} due times from ")
@@ -296,10 +294,11 @@ def test_clock_set_forward_skips_the_due_times_jumped_over(conn: psycopg.Connect
     conn.execute(
         "UPDATE timers.timers SET next_due_at = date_trunc('second', now()) - interval '5 s'"
     )
-    events = conn.execute(
+    events = scalar(
+        conn,
         "SELECT timers._server_clock_jumped("
-        "date_trunc('second', now()) - interval '6 s', now(), 'test')"
-    ).fetchone()[0]
+        "date_trunc('second', now()) - interval '6 s', now(), 'test')",
+    )
     assert [e["timer"] for e in events] == ["tick"]
     assert timer_row(conn, "tick")["last_skip_reason"] == "the clock was set forward"
     assert timer_row(conn, "tick")["skipped"] >= 5
