@@ -331,7 +331,7 @@ class Cluster:
 def install_pgtimers(dsn: str) -> str:
     """Install pgtimers at head; if the newest (possibly in-progress) revision fails,
     fall back to the last one that installs, and say so."""
-    from pgtimers.install import install
+    from pgtimers.schema.install import install
 
     try:
         return str(install(dsn))

@@ -34,13 +34,13 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from pgtimers.install import install
+from pgtimers.schema.install import install
 
 TOKEN = "bench-token-0123456789abcdef"
 SERVE = """
 import asyncio, sys
-from pgtimers.http_server import start_http
-from pgtimers.http_settings import HttpSettings
+from pgtimers.http.server import start_http
+from pgtimers.http.settings import HttpSettings
 
 async def main():
     server = await start_http("127.0.0.1:0", [sys.argv[1]], HttpSettings(token=sys.argv[2]))

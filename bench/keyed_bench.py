@@ -67,7 +67,7 @@ from _common import (
     table,
 )
 
-from pgtimers.install import install
+from pgtimers.schema.install import install
 
 T0 = "2029-01-01 00:00+00"
 YEAR_END = "2030-01-02 00:00+00"

@@ -26,7 +26,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from pgtimers.install import install
+from pgtimers.schema.install import install
 
 CASES = [
     ("cron * * * * *", "UTC"),

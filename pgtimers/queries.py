@@ -6,7 +6,7 @@ import functools
 import re
 from pathlib import Path
 
-_HERE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parent
 _NAME = re.compile(r"^-- name: ([a-z_][a-z0-9_]*)\s*$")
 
 
@@ -26,15 +26,26 @@ def parse(text: str) -> dict[str, str]:
     return {name: "\n".join(lines).strip() for name, lines in queries.items()}
 
 
-@functools.cache
-def load(filename: str) -> dict[str, str]:
-    """Every named query of one package .sql file."""
-    return parse((_HERE / filename).read_text(encoding="utf-8"))
+class NamedQueries:
+    """The named queries of one .sql file, read once on first use; call it with a name."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path.resolve()
+
+    @functools.cached_property
+    def all(self) -> dict[str, str]:
+        """Every named query of the file."""
+        return parse(self.path.read_text(encoding="utf-8"))
+
+    def __call__(self, name: str) -> str:
+        """One named query; a KeyError names what is missing and where."""
+        try:
+            return self.all[name]
+        except KeyError:
+            shown = self.path.relative_to(_PACKAGE.parent).as_posix()
+            raise KeyError(f"no query named {name!r} in {shown}") from None
 
 
-def query(filename: str, name: str) -> str:
-    """One named query; a KeyError names what is missing."""
-    try:
-        return load(filename)[name]
-    except KeyError:
-        raise KeyError(f"no query named {name!r} in pgtimers/{filename}") from None
+def beside(module_file: str, filename: str) -> NamedQueries:
+    """The named queries of `filename` in the folder of a module (pass its `__file__`)."""
+    return NamedQueries(Path(module_file).with_name(filename))

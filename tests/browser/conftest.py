@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pgtimers.http_settings import HttpSettings
+from pgtimers.http.settings import HttpSettings
 from tests.conftest import Database
 from tests.integration.http.conftest import TOKEN, RunnerProcess, Served
 

@@ -9,7 +9,7 @@ import sys
 import psycopg
 import pytest
 
-from pgtimers.calendar_import import CalendarImportError, apply_plan, plan_from_exchange
+from pgtimers.cli.calendar_import import CalendarImportError, apply_plan, plan_from_exchange
 from tests.conftest import Database
 
 xc = pytest.importorskip("exchange_calendars")

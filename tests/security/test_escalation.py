@@ -189,7 +189,7 @@ def test_the_runner_role_cannot_change_who_a_timer_runs_as(db: Database) -> None
 
 
 # What the runner writes itself (sql/0005_runner.sql, sql/0009_keyed.sql and the named
-# queries of pgtimers/queries.sql): results, counters, due times, request answers.
+# queries of pgtimers/runner/queries.sql): results, counters, due times, request answers.
 RUNNER_UPDATES = {
     "keyed_timers": {
         "attempt", "cause", "commit", "error", "fired_at", "late_by", "ok", "rows", "sqlstate",

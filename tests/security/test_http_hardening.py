@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pgtimers.http_settings import HttpConfigError, HttpSettings, is_loopback
+from pgtimers.http.settings import HttpConfigError, HttpSettings, is_loopback
 from tests.conftest import Database
 from tests.integration.http.conftest import PASSWORD, Client, Served
 from tests.integration.http.conftest import basic as basic

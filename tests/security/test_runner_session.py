@@ -11,7 +11,7 @@ else, with their rights:
 * a deferred constraint trigger fires at COMMIT (as the runner before
   PostgreSQL 18, which runs AFTER triggers as the role that queued them);
 * a plain SET (or set_config(..., false)) of search_path persists, and the
-  runner's own queries (pgtimers/queries.sql) then resolve operators in the
+  runner's own queries (pgtimers/runner/queries.sql) then resolve operators in the
   owner's schema (CVE-2018-1058 applied to the runner);
 * PREPARE/DEALLOCATE share one namespace with the driver's protocol-level
   statements (asyncpg's __asyncpg_stmt_N__, psycopg's _pg3_N): a run can replace
@@ -21,7 +21,7 @@ else, with their rights:
   that owner;
 * a session-level advisory lock stays held.
 
-The worker resets its session after each run (pgtimers/queries.sql reset_session:
+The worker resets its session after each run (pgtimers/runner/queries.sql reset_session:
 RESET ALL; DISCARD TEMP), which closes the settings and temporary-table cases;
 the tests model that reset, so they follow whatever the worker does.
 
@@ -44,7 +44,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from pgtimers.run_queries import query
+from pgtimers.runner.queries import query
 from tests.conftest import Database
 from tests.security.helpers import (
     ALICE,

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from pgtimers.format import relative, result_word, span, table, timestamp, utc_minute
+from pgtimers.cli.format import relative, result_word, span, table, timestamp, utc_minute
 
 NOW = 1_792_647_871_000
 

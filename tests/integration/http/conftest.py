@@ -23,8 +23,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from pgtimers.http_server import HttpServer, start_http
-from pgtimers.http_settings import HttpSettings
+from pgtimers.http.server import HttpServer, start_http
+from pgtimers.http.settings import HttpSettings
 from tests.conftest import Database, Server, _drop_database, _new_database
 
 TOKEN = "test-token-0123456789abcdef"
@@ -255,9 +255,7 @@ class RunnerProcess:
 
 @pytest.fixture
 def runner(db: Database, tmp_path: Path) -> Iterator[RunnerProcess]:
-    """A runner serving the test's database (skips when the runner is not built)."""
-    if not (Path(__file__).resolve().parents[3] / "pgtimers" / "runner.py").exists():
-        pytest.skip("the runner (pgtimers run) is not built yet")
+    """A runner serving the test's database."""
     proc = RunnerProcess(db.dsn, tmp_path / "runner.log")
     try:
         proc.wait_for("event=serving")

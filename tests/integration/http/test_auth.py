@@ -8,7 +8,7 @@ from collections.abc import Callable
 import psycopg
 import pytest
 
-from pgtimers.http_settings import HttpConfigError
+from pgtimers.http.settings import HttpConfigError
 from tests.conftest import Database
 from tests.integration.http.conftest import Client, Served
 

@@ -51,7 +51,7 @@ def test_console_files(api: Client) -> None:
     for name, kind in (("console.js", "text/javascript"), ("console.css", "text/css")):
         resp = anonymous.get(f"/console/{name}")
         assert resp.status == 200 and resp.headers["content-type"].startswith(kind)
-    assert anonymous.get("/console/../pgtimers/http.sql").status == 404
+    assert anonymous.get("/console/../queries.sql").status == 404
     assert anonymous.get("/console/nothing.js").status == 404
 
 

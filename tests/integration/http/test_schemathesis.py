@@ -10,7 +10,7 @@ import pytest
 schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-from pgtimers.http_openapi import document  # noqa: E402
+from pgtimers.http.openapi import document  # noqa: E402
 from tests.conftest import Database  # noqa: E402
 from tests.integration.http.conftest import TOKEN, Served  # noqa: E402
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pgtimers.http_body import SAVE_KEYS, parse_object
-from pgtimers.http_errors import HttpError, status_for
-from pgtimers.http_settings import HttpConfigError, HttpSettings, is_loopback, parse_addr
+from pgtimers.http.body import SAVE_KEYS, parse_object
+from pgtimers.http.errors import HttpError, status_for
+from pgtimers.http.settings import HttpConfigError, HttpSettings, is_loopback, parse_addr
 
 
 @pytest.mark.parametrize(

@@ -144,8 +144,8 @@ def test_metrics_runner_up(api: Client, runner: object, db: Database) -> None:
 
 
 def test_metrics_label_escaping() -> None:
-    from pgtimers.http_stats import DatabaseRead
-    from pgtimers.metrics import render
+    from pgtimers.http.metrics import render
+    from pgtimers.http.stats import DatabaseRead
 
     row = {
         "name": 'we"ird\\x', "runs": 1, "failures": 0, "failures_24h": 0, "skipped": 0,

@@ -1,4 +1,4 @@
-"""Keyed fires back to back (sql/0011_keyed_speed.sql, pgtimers/run_worker.py): a worker
+"""Keyed fires back to back (sql/0011_keyed_speed.sql, pgtimers/runner/worker.py): a worker
 whose keyed fire succeeded fires the clock's next one at once, and the advance notices a
 stop's end sooner. Still one fire per transaction and per clock at a time, in tick order;
 a run-now request is not starved by a long row of keyed fires; a fire that raises is left

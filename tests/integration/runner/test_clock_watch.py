@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pgtimers.run_database import DatabaseRunner, Serving
+from pgtimers.runner.control import watch_clock
 
 
 class FakeControl:
@@ -25,13 +25,10 @@ class FakeControl:
     [(1.0, 1.0, False), (61.0, 1.0, True), (-59.0, 1.0, False), (2.5, 1.0, False)],
 )
 def test_watch_clock(db_step: float, elapsed: float, jump_called: bool) -> None:
-    runner = DatabaseRunner(Serving(dsn="", workers=2, runner_id="r"), asyncio.Event())
     control = FakeControl()
     before = dt.datetime(2027, 1, 4, 9, 0, tzinfo=dt.timezone.utc)
     now = before + dt.timedelta(seconds=db_step)
-    asyncio.run(
-        runner._watch_clock(control, before.timestamp(), now.timestamp(), elapsed, now)  # type: ignore[arg-type]
-    )
+    asyncio.run(watch_clock(control, "db", "r", before.timestamp(), elapsed, now))
     assert bool(control.calls) is jump_called
     if jump_called:
         _, start, end, _runner = control.calls[0]

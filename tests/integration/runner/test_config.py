@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pgtimers.config import ConfigError, resolve
-from pgtimers.run_log import line
-from pgtimers.run_queries import parse, query
+from pgtimers.cli.run_config import ConfigError, resolve
+from pgtimers.queries import parse
+from pgtimers.runner.log import line
+from pgtimers.runner.queries import query
 
 
 def write(tmp_path: Path, text: str) -> str:

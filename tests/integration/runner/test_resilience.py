@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from pgtimers.install import install
+from pgtimers.schema.install import install
 from tests.conftest import Server
 from tests.integration.runner.conftest import (
     LOG_SQL,

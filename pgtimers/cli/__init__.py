@@ -1,0 +1,1 @@
+"""The `pgtimers` command line: install, administer timers, import calendars, run the runner."""

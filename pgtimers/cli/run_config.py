@@ -1,0 +1,125 @@
+"""Settings of `pgtimers run`: flag, then config file (TOML), then environment, then default."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pgtimers.http.settings import CONFIG_KEYS as HTTP_CONFIG_KEYS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 (dependency: tomli; python_version < "3.11")
+    import tomli as tomllib
+
+DEFAULT_WORKERS = 2
+MIN_WORKERS, MAX_WORKERS = 1, 64
+WORKERS_ENV = "PGTIMERS_WORKERS"
+CONFIG_KEYS = ("workers", "dsn", "all_databases", "timezone", "http", *HTTP_CONFIG_KEYS)
+
+
+class ConfigError(ValueError):
+    """A bad setting; the message names the flag, key or variable it came from."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What `pgtimers run` was asked to do."""
+
+    dsns: tuple[str, ...] = ()
+    all_databases: bool = False
+    workers: int = DEFAULT_WORKERS
+    workers_from: str = "default"
+    timezone: str | None = None
+    http: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def parse_workers(value: Any, source: str) -> int:
+    """A worker count of 1..64, or ConfigError naming `source`."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{source}: workers must be a whole number from 1 to 64, not {value!r}")
+    if isinstance(value, int):
+        number = value
+    else:
+        text = str(value).strip()
+        if not text.lstrip("-").isdigit():
+            raise ConfigError(
+                f"{source}: workers must be a whole number from 1 to 64, not {value!r}"
+            )
+        number = int(text)
+    if not MIN_WORKERS <= number <= MAX_WORKERS:
+        raise ConfigError(f"{source}: workers must be from 1 to 64, not {number}")
+    return number
+
+
+def load_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The TOML config file as a dict; unknown keys and bad types are ConfigError."""
+    file = Path(path)
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"--config {file}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"--config {file}: cannot read it: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"--config {file}: not valid TOML: {exc}") from None
+    unknown = sorted(set(data) - set(CONFIG_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"--config {file}: unknown key {unknown[0]!r}; the keys are {', '.join(CONFIG_KEYS)}"
+        )
+    dsn = data.get("dsn")
+    if dsn is not None and not (
+        isinstance(dsn, str) or (isinstance(dsn, list) and all(isinstance(d, str) for d in dsn))
+    ):
+        raise ConfigError(f"--config {file}: key 'dsn' must be a string or a list of strings")
+    for key in ("timezone", "http"):
+        if key in data and not isinstance(data[key], str):
+            raise ConfigError(f"--config {file}: key {key!r} must be a string")
+    if "all_databases" in data and not isinstance(data["all_databases"], bool):
+        raise ConfigError(f"--config {file}: key 'all_databases' must be true or false")
+    return data
+
+
+def file_dsns(data: Mapping[str, Any]) -> list[str]:
+    """The `dsn` of a loaded config file as a list (a string is one database)."""
+    dsn = data.get("dsn")
+    return [dsn] if isinstance(dsn, str) else list(dsn or [])
+
+
+def resolve(
+    *,
+    dsns: list[str] | None = None,
+    all_databases: bool = False,
+    workers: str | int | None = None,
+    timezone: str | None = None,
+    http: str | None = None,
+    config_file: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> RunConfig:
+    """Merge flag values, the config file and the environment into one RunConfig."""
+    env = os.environ if environ is None else environ
+    data = load_file(config_file) if config_file else {}
+    if workers is not None:
+        count, source = parse_workers(workers, "--workers"), "flag"
+    elif "workers" in data:
+        count = parse_workers(data["workers"], f"--config {config_file}: key 'workers'")
+        source = "config"
+    elif env.get(WORKERS_ENV, "").strip():
+        count, source = parse_workers(env[WORKERS_ENV], WORKERS_ENV), "environment"
+    else:
+        count, source = DEFAULT_WORKERS, "default"
+    return RunConfig(
+        dsns=tuple(dsns or file_dsns(data)),
+        all_databases=all_databases or bool(data.get("all_databases", False)),
+        workers=count,
+        workers_from=source,
+        timezone=timezone or data.get("timezone"),
+        http=http or data.get("http"),
+        extra={k: data[k] for k in HTTP_CONFIG_KEYS if k in data},
+    )

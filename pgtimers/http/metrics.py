@@ -1,0 +1,127 @@
+"""GET /metrics: Prometheus text format for every served database the caller may read.
+
+Totals for alerts (`pgtimers_timer_failures_total`, `pgtimers_timer_late_seconds_max`,
+runs and skips), per timer `pgtimers_timer_failures_24h{database,timer}` and
+`pgtimers_timer_last_late_seconds{database,timer}`, and per database whether a
+runner serves it (`pgtimers_runner_up`) and whether it could be read at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import asyncpg
+from aiohttp import web
+
+from pgtimers.http.queries import query
+from pgtimers.http.stats import DatabaseRead, read_all
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _labels(**labels: str) -> str:
+    inner = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
+    return "{" + inner + "}"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+class _Out:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def family(self, name: str, kind: str, help_text: str) -> None:
+        self.lines.append(f"# HELP {name} {help_text}")
+        self.lines.append(f"# TYPE {name} {kind}")
+
+    def sample(self, name: str, value: float, labels: str = "") -> None:
+        self.lines.append(f"{name}{labels} {_number(value)}")
+
+
+def render(reads: Iterable[DatabaseRead]) -> str:
+    """The exposition text of what the databases gave."""
+    reads = list(reads)
+    readable = [r for r in reads if r.readable]
+    rows = [(r.name, row) for r in readable for row in r.value]
+    out = _Out()
+    totals = (
+        ("pgtimers_timer_runs_total", "runs", "Runs of all timers (scheduled, catch-up, run now)."),
+        ("pgtimers_timer_failures_total", "failures", "Failed runs of all timers."),
+        ("pgtimers_timer_skips_total", "skipped", "Due times of all timers that got no run."),
+    )
+    for name, column, help_text in totals:
+        out.family(name, "counter", help_text)
+        out.sample(name, sum(int(row[column]) for _, row in rows))
+    out.family(
+        "pgtimers_timer_late_seconds_max",
+        "gauge",
+        "The latest start after its due time of any run of any timer, in seconds.",
+    )
+    out.sample(
+        "pgtimers_timer_late_seconds_max",
+        max((int(row["max_late_ms"]) for _, row in rows), default=0) / 1000,
+    )
+    out.family(
+        "pgtimers_timer_failures_24h", "gauge", "Failed runs of a timer in the last 24 hours."
+    )
+    for db, row in rows:
+        out.sample(
+            "pgtimers_timer_failures_24h",
+            int(row["failures_24h"]),
+            _labels(database=db, timer=row["name"]),
+        )
+    out.family(
+        "pgtimers_timer_last_late_seconds",
+        "gauge",
+        "How late a timer's last run started after its due time, in seconds.",
+    )
+    for db, row in rows:
+        out.sample(
+            "pgtimers_timer_last_late_seconds",
+            int(row["last_late_ms"]) / 1000,
+            _labels(database=db, timer=row["name"]),
+        )
+    out.family("pgtimers_timer_last_failed", "gauge", "1 when a timer's last run failed, else 0.")
+    for db, row in rows:
+        out.sample(
+            "pgtimers_timer_last_failed",
+            1 if row["last_ok"] is False else 0,
+            _labels(database=db, timer=row["name"]),
+        )
+    out.family("pgtimers_timers", "gauge", "Timers of a database (enabled or not).")
+    for r in readable:
+        out.sample("pgtimers_timers", len(r.value), _labels(database=r.name))
+    out.family(
+        "pgtimers_runner_up", "gauge", "1 while at least one pgtimers runner serves the database."
+    )
+    for r in readable:
+        if r.runners is not None:
+            out.sample("pgtimers_runner_up", 1 if r.runners > 0 else 0, _labels(database=r.name))
+    out.family("pgtimers_runners", "gauge", "pgtimers runners serving the database now.")
+    for r in readable:
+        if r.runners is not None:
+            out.sample("pgtimers_runners", r.runners, _labels(database=r.name))
+    out.family(
+        "pgtimers_database_up",
+        "gauge",
+        "1 when the HTTP API could read the database's timers as this caller, else 0.",
+    )
+    for r in reads:
+        out.sample("pgtimers_database_up", 1 if r.readable else 0, _labels(database=r.name))
+    return "\n".join(out.lines) + "\n"
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """GET /metrics: the exposition text of every database the caller may read."""
+
+    async def read(pool: asyncpg.Pool) -> list[asyncpg.Record]:
+        return list(await pool.fetch(query("metrics_timers")))
+
+    text = render(await read_all(request, read))
+    return web.Response(body=text.encode("utf-8"), headers={"Content-Type": CONTENT_TYPE})

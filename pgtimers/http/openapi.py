@@ -1,0 +1,338 @@
+"""The OpenAPI 3.0 document of the HTTP API, served at GET /api/openapi.json."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from pgtimers import __version__
+from pgtimers.http.keyed import KEY_PARAMETER, KEYED_FILTERS, KEYED_TIMER
+
+INT = {"type": "integer", "format": "int64"}
+STR = {"type": "string"}
+BOOL = {"type": "boolean"}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return dict(schema, nullable=True)
+
+
+# timers.status, in column order: the body of one timer.
+TIMER_FIELDS: dict[str, dict[str, Any]] = {
+    "name": STR,
+    "database": STR,
+    "schedule": STR,
+    "sql": STR,
+    "enabled": BOOL,
+    "created_ms": INT,
+    "updated_ms": INT,
+    "created_by": STR,
+    "next_run_ms": INT,
+    "last_run_ms": INT,
+    "last_due_ms": INT,
+    "last_late_ms": INT,
+    "max_late_ms": INT,
+    "last_ok": _nullable(BOOL),
+    "last_error": STR,
+    "last_took_ms": INT,
+    "last_rows": INT,
+    "runs": INT,
+    "failures": INT,
+    "failures_24h": INT,
+    "skipped": INT,
+    "last_skip_ms": INT,
+    "last_skip_reason": STR,
+    "caught_up": INT,
+    "running": BOOL,
+    "timezone": STR,
+    "catch_up": {"type": "string", "enum": ["skip", "latest", "all"]},
+    "start_at": _nullable({"type": "string", "format": "date-time"}),
+    "end_at": _nullable({"type": "string", "format": "date-time"}),
+    "max_runs": _nullable(INT),
+    "expired": BOOL,
+    "locked": BOOL,
+}
+
+TIME = {"oneOf": [{"type": "string"}, INT], "nullable": True}
+SAVE_BODY = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "schedule", "sql"],
+    "properties": {
+        "name": {
+            "type": "string",
+            "pattern": "^[A-Za-z0-9_-]{1,64}$",
+            "description": "1 to 64 letters, digits, _ and -; unique, whatever the case",
+        },
+        "schedule": {"type": "string", "example": "every 5m"},
+        "sql": {"type": "string", "example": "CALL refresh_shop_totals()"},
+        "enabled": {"type": "boolean", "default": True},
+        "timezone": _nullable(STR),
+        "catch_up": {"type": "string", "enum": ["skip", "latest", "all"], "nullable": True},
+        "start_at": dict(TIME, description="ISO 8601 text or Unix milliseconds"),
+        "end_at": dict(TIME, description="ISO 8601 text or Unix milliseconds"),
+        "max_runs": _nullable(dict(INT, minimum=1)),
+        "timeout": {
+            "oneOf": [{"type": "string"}, {"type": "number"}],
+            "nullable": True,
+            "description": "an interval ('5 minutes') or seconds",
+        },
+        "locked": {"type": "boolean", "default": False},
+        "test_clock": _nullable(STR),
+    },
+}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    words = {
+        400: "bad input: the error names what is wrong",
+        401: "no or bad credentials",
+        403: "the caller's role may not do this, or a cross-site request",
+        404: "no such timer or database",
+        409: "the timer is running",
+        413: "the body is too large",
+        429: "too many failed HTTP Basic sign-ins for the role: try again after Retry-After",
+        503: "no runner serves the database, or it cannot be reached",
+    }
+    # wherever credentials are checked, a role's password may be throttled
+    throttled = (429,) if 401 in statuses else ()
+    return {str(s): _json(_ref("Error"), words[s]) for s in (*statuses, *throttled)}
+
+
+DB = {
+    "name": "db",
+    "in": "query",
+    "required": False,
+    "description": "a served database; the default database without it",
+    "schema": {"type": "string"},
+}
+NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
+
+
+def _post(
+    summary: str, ok: dict[str, Any], body: dict[str, Any] | None, *statuses: int
+) -> dict[str, Any]:
+    op: dict[str, Any] = {
+        "summary": summary,
+        "parameters": [DB],
+        "responses": {"200": ok, **_errors(400, 401, 403, *statuses, 413, 503)},
+    }
+    if body is not None:
+        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+    return op
+
+
+@functools.cache
+def document() -> dict[str, Any]:
+    """The OpenAPI document."""
+    timer_op = {"parameters": [DB, NAME]}
+    return {
+        "openapi": "3.0.3",
+        "info": {
+            "title": "pgtimers HTTP API",
+            "version": __version__,
+            "description": "Timers of PostgreSQL databases, served by `pgtimers run --http`. "
+            "Every route runs the timers.* SQL functions under the caller's database role.",
+        },
+        "security": [{"basic": []}, {"bearer": []}, {}],
+        "paths": {
+            "/api/timers": {
+                "get": {
+                    "summary": "The timers of one database",
+                    "parameters": [DB],
+                    "responses": {
+                        "200": _json(_ref("TimerList"), "now_ms and every timer"),
+                        **_errors(401, 403, 404, 503),
+                    },
+                },
+                "post": _post(
+                    "Create or replace a timer",
+                    _json(_ref("Timer"), "the timer"),
+                    _ref("SaveTimer"),
+                    404,
+                ),
+            },
+            "/api/timers/{name}/run": {
+                "post": {
+                    **_post(
+                        "Run a timer now (waits up to a minute)",
+                        _json(_ref("RunResult"), "the run"),
+                        None,
+                        404,
+                        409,
+                    ),
+                    **timer_op,
+                }
+            },
+            "/api/timers/{name}/enable": {
+                "post": {
+                    **_post(
+                        "Turn a timer on or off",
+                        _json(_ref("Timer"), "the timer"),
+                        {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {"enabled": {"type": "boolean", "default": True}},
+                        },
+                        404,
+                        409,
+                    ),
+                    **timer_op,
+                }
+            },
+            "/api/timers/{name}/delete": {
+                "post": {
+                    **_post("Delete a timer", _json(_ref("Deleted"), "deleted"), None, 404, 409),
+                    **timer_op,
+                }
+            },
+            "/api/keyed": {
+                "get": {
+                    "summary": "Keyed timers, in tick order (timers.list_keyed)",
+                    "parameters": [DB, *KEYED_FILTERS],
+                    "responses": {
+                        "200": _json({"type": "array", "items": _ref("KeyedTimer")}, "the timers"),
+                        **_errors(400, 401, 403, 404, 503),
+                    },
+                }
+            },
+            "/api/keyed/{key}": {
+                "get": {
+                    "summary": "One keyed timer (its timers.keyed row)",
+                    "parameters": [DB, KEY_PARAMETER],
+                    "responses": {
+                        "200": _json(_ref("KeyedTimer"), "the timer"),
+                        **_errors(400, 401, 403, 404, 503),
+                    },
+                }
+            },
+            "/api/stats": {
+                "get": {
+                    "summary": "Every served database's timers the caller may read, trouble first",
+                    "responses": {"200": _json(_ref("Stats"), "the Monitor"), **_errors(401)},
+                }
+            },
+            "/api/tables": {
+                "get": {
+                    "summary": "Range-partitioned tables, for Keep data for...",
+                    "parameters": [DB],
+                    "responses": {
+                        "200": _json(_ref("Tables"), "the tables"),
+                        **_errors(401, 403, 404, 503),
+                    },
+                }
+            },
+            "/api/keep": {
+                "post": _post(
+                    "Save the monthly timers that drop old partitions of tables",
+                    _json(_ref("KeepResult"), "the timers saved"),
+                    _ref("Keep"),
+                    404,
+                    409,
+                )
+            },
+            "/metrics": {
+                "get": {
+                    "summary": "Prometheus metrics",
+                    "responses": {
+                        "200": {
+                            "description": "text exposition format",
+                            "content": {"text/plain": {"schema": {"type": "string"}}},
+                        },
+                        **_errors(401),
+                    },
+                }
+            },
+        },
+        "components": {
+            "securitySchemes": {
+                "basic": {"type": "http", "scheme": "basic", "description": "a database role"},
+                "bearer": {"type": "http", "scheme": "bearer", "description": "the token"},
+            },
+            "schemas": {
+                "Timer": {
+                    "type": "object",
+                    "required": list(TIMER_FIELDS),
+                    "properties": TIMER_FIELDS,
+                },
+                "TimerList": {
+                    "type": "object",
+                    "required": ["now_ms", "timers"],
+                    "properties": {
+                        "now_ms": INT,
+                        "timers": {"type": "array", "items": _ref("Timer")},
+                    },
+                },
+                "KeyedTimer": KEYED_TIMER,
+                "SaveTimer": SAVE_BODY,
+                "RunResult": {
+                    "type": "object",
+                    "required": ["name", "finished", "ok", "error", "took_ms", "rows"],
+                    "properties": {
+                        "name": STR,
+                        "finished": BOOL,
+                        "ok": _nullable(BOOL),
+                        "error": STR,
+                        "took_ms": INT,
+                        "rows": INT,
+                    },
+                },
+                "Deleted": {
+                    "type": "object",
+                    "required": ["deleted"],
+                    "properties": {"deleted": BOOL},
+                },
+                "Error": {"type": "object", "required": ["error"], "properties": {"error": STR}},
+                "Stats": {
+                    "type": "object",
+                    "required": ["now_ms", "timers", "databases"],
+                    "properties": {
+                        "now_ms": INT,
+                        "timers": {
+                            "type": "array",
+                            "items": {
+                                "allOf": [
+                                    _ref("Timer"),
+                                    {"type": "object", "properties": {"trouble": STR}},
+                                ]
+                            },
+                        },
+                        "databases": {"type": "array", "items": {"type": "object"}},
+                    },
+                },
+                "Tables": {
+                    "type": "object",
+                    "required": ["tables"],
+                    "properties": {"tables": {"type": "array", "items": {"type": "object"}}},
+                },
+                "Keep": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["tables", "keep"],
+                    "properties": {
+                        "tables": {
+                            "type": "array",
+                            "items": STR,
+                            "minItems": 1,
+                            "maxItems": 100,
+                        },
+                        "keep": {"type": "string", "example": "1 year"},
+                        "schedule": {"type": "string", "default": "monthly 1 02:00"},
+                    },
+                },
+                "KeepResult": {
+                    "type": "object",
+                    "required": ["timers"],
+                    "properties": {"timers": {"type": "array", "items": _ref("Timer")}},
+                },
+            },
+        },
+    }

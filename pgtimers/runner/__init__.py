@@ -1,0 +1,1 @@
+"""The runner: serves databases, claims due timers and runs each in its own transaction."""

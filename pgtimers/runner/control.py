@@ -1,0 +1,88 @@
+"""Chores of a database's control session: wait while it is a standby, set its default
+zone, prune old runs, and watch the server's clock against the runner's own."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+from typing import Any, Protocol
+
+import asyncpg
+
+from pgtimers.runner import log
+from pgtimers.runner.queries import query
+
+CLOCK_JUMP = 2.0  # seconds the server's clock may drift from ours before it counts as set
+
+
+class Fetches(Protocol):
+    """What the clock watch needs of the control session (a test passes a fake)."""
+
+    async def fetchval(self, query: str, *args: Any) -> Any:
+        """The first value of the first row."""
+
+
+async def wait_for_primary(
+    control: asyncpg.Connection, database: str, stopping: asyncio.Event
+) -> None:
+    """On a standby nothing runs; look every 5 s until it is promoted (or stopping)."""
+    said = False
+    while await control.fetchval(query("in_recovery")):
+        if not said:
+            log.event(
+                logging.INFO, "standby", database=database, note="runs nothing until promoted"
+            )
+            said = True
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stopping.wait(), 5.0)
+        if stopping.is_set():
+            return
+    if said:
+        log.event(logging.INFO, "promoted", database=database)
+
+
+async def set_timezone(control: asyncpg.Connection, database: str, zone: str | None) -> None:
+    """--timezone: make `zone` the database's default zone, unless it is already."""
+    if not zone or await control.fetchval(query("default_zone")) == zone:
+        return
+    try:
+        await control.fetchval(query("set_timezone"), zone)
+        log.event(logging.INFO, "timezone_set", database=database, zone=zone)
+    except asyncpg.PostgresError as exc:
+        log.event(logging.ERROR, "timezone_not_set", database=database, zone=zone, error=str(exc))
+
+
+async def prune(control: asyncpg.Connection, database: str) -> None:
+    """Delete runs and run-now requests past their retention; log what went."""
+    pruned = await control.fetchval(query("prune"))
+    if pruned and (pruned.get("runs") or pruned.get("run_requests")):
+        log.event(logging.INFO, "pruned", database=database, **pruned)
+
+
+async def watch_clock(
+    control: Fetches,
+    database: str,
+    runner_id: str,
+    last_db: float,
+    elapsed: float,
+    db_now: dt.datetime,
+) -> None:
+    """How far the server's clock moved since `last_db` against `elapsed` (ours): set
+    forward, it skips the due times it jumped over; set back, it is only logged."""
+    drift = (db_now.timestamp() - last_db) - elapsed
+    if drift > CLOCK_JUMP:
+        expected = dt.datetime.fromtimestamp(last_db + elapsed, db_now.tzinfo)
+        log.event(logging.WARNING, "clock_set_forward", database=database, by_s=f"{drift:.1f}")
+        events = await control.fetchval(query("clock_jump"), expected, db_now, runner_id)
+        for skip in events or []:
+            log.skip_event(database, skip.get("timer"), skip)
+    elif drift < -CLOCK_JUMP:
+        log.event(
+            logging.WARNING,
+            "clock_set_back",
+            database=database,
+            by_s=f"{-drift:.1f}",
+            note="due times are planned again from the clock; none runs twice",
+        )

@@ -1,0 +1,7 @@
+"""The runner's named SQL statements, kept in queries.sql beside this module."""
+
+from __future__ import annotations
+
+from pgtimers.queries import beside
+
+query = beside(__file__, "queries.sql")
