@@ -12,7 +12,7 @@ import psycopg
 
 from pgtimers.cli import admin, run_config
 from pgtimers.cli.commands import Subparsers
-from pgtimers.cli.dsn import resolve_dsn
+from pgtimers.cli.dsn import given_dsns, resolve_dsn
 from pgtimers.cli.exit_codes import ExitCode
 from pgtimers.cli.run_config import ConfigError, RunConfig
 from pgtimers.http.settings import HttpConfigError, HttpSettings, parse_addr
@@ -26,9 +26,10 @@ Run the timers of one or more databases: claim each due timer with
 FOR UPDATE SKIP LOCKED and run its SQL in its own transaction, exactly once
 per due time. Any number of runners on one database is safe.
 
-Without --dsn (and without dsn in --config) it starts an embedded PostgreSQL
-whose data is kept in the user's data directory, installs pgtimers into it and
-prints its DSN, so you can `psql` in and save timers.
+The databases: --dsn, else `dsn` in --config, else PGTIMERS_DSN, else
+DATABASE_URL. With none of them it starts an embedded PostgreSQL whose data
+is kept in the user's data directory, installs pgtimers into it and prints its
+DSN, so you can `psql` in and save timers.
 
 Workers: N always-there workers (default 2), plus one more while all N are
 running and another timer is due (none with --workers 1, which runs one timer
@@ -68,7 +69,8 @@ def add_parser(subparsers: Subparsers) -> None:
         action="append",
         default=None,
         metavar="DSN",
-        help="a database to serve (repeat for several); default: the embedded server",
+        help="a database to serve (repeat for several); default: `dsn` in --config, else"
+        " PGTIMERS_DSN, else DATABASE_URL, else the embedded server",
     )
     p.add_argument(
         "--all-databases",
@@ -194,8 +196,14 @@ async def _run(
 
 def _run_now(args: argparse.Namespace) -> int:
     """`pgtimers run NAME`: CALL timers.run(NAME) and print its result."""
-    if args.dsn and len(args.dsn) > 1:
+    try:
+        configured = run_config.file_dsns(run_config.load_file(args.config)) if args.config else []
+    except ConfigError as exc:
+        print(f"pgtimers run: {exc}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    given = given_dsns(args.dsn, configured)
+    if len(given) > 1:
         print("pgtimers run NAME: give one --dsn, the database of the timer", file=sys.stderr)
         return ExitCode.BAD_INPUT
-    with psycopg.connect(resolve_dsn(args.dsn[0] if args.dsn else None), autocommit=True) as conn:
+    with psycopg.connect(resolve_dsn(given[0] if given else None), autocommit=True) as conn:
         return admin.cmd_run_now(conn, args)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pgtimers.cli.dsn import given_dsns
 from pgtimers.http.settings import CONFIG_KEYS as HTTP_CONFIG_KEYS
 
 if sys.version_info >= (3, 11):
@@ -115,7 +116,7 @@ def resolve(
     else:
         count, source = DEFAULT_WORKERS, "default"
     return RunConfig(
-        dsns=tuple(dsns or file_dsns(data)),
+        dsns=tuple(given_dsns(dsns, file_dsns(data), env)),
         all_databases=all_databases or bool(data.get("all_databases", False)),
         workers=count,
         workers_from=source,

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +23,22 @@ PYTHON = sys.executable
 class RunnerProcess:
     """One `pgtimers run` subprocess; its log goes to a file the test can read."""
 
-    def __init__(self, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        args: list[str],
+        log: Path,
+        env: dict[str, str] | None = None,
+        unset: Iterable[str] = (),
+    ) -> None:
+        """Start it with this environment plus `env`, less the variables named in `unset`."""
         self.log_path = log
         self._log = log.open("w")
+        environ = {k: v for k, v in os.environ.items() if k not in set(unset)}
         self.proc = subprocess.Popen(
             [PYTHON, "-m", "pgtimers", "run", *args],
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
+            env={**environ, **(env or {})},
         )
 
     @property

@@ -17,6 +17,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from pgtimers.cli.dsn import ENVIRONMENT
 from pgtimers.schema.install import install
 from tests.conftest import Server
 from tests.integration.runner.conftest import (
@@ -162,7 +163,9 @@ def test_without_a_dsn_it_runs_on_the_embedded_server_and_prints_the_dsn() -> No
     # pytest session makes /tmp/pytest-of-root private again (0700) under its feet.
     tmp_path = Path(tempfile.mkdtemp(prefix="pgtimers-embedded-"))
     log = tmp_path / "embedded.log"
-    runner = RunnerProcess([], log, env={"PGTIMERS_DATA_DIR": str(tmp_path / "data")})
+    runner = RunnerProcess(
+        [], log, env={"PGTIMERS_DATA_DIR": str(tmp_path / "data")}, unset=ENVIRONMENT
+    )
     try:
         runner.wait_for("event=serving", timeout=60)
         printed = next(ln for ln in runner.log().splitlines() if ln.strip().startswith("psql '"))
