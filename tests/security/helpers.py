@@ -206,8 +206,3 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
             return value
         time.sleep(0.05)
 
-
-def run_procedure_exists(db: Database) -> bool:
-    with db.connect() as su:
-        row = su.execute("SELECT to_regprocedure('timers.run(text,jsonb)') IS NOT NULL").fetchone()
-        return bool(row and row[0])

@@ -29,7 +29,6 @@ from tests.security.helpers import (
     connect,
     executor_of,
     fingerprint,
-    run_procedure_exists,
     save,
 )
 
@@ -137,8 +136,6 @@ def test_non_admins_change_nothing(db: Database, role: str, group: str) -> None:
     wrong = []
     with connect(db, role) as conn:
         for name, call in GROUPS[group]:
-            if call.startswith("CALL timers.run(") and not run_procedure_exists(db):
-                pytest.xfail("CALL timers.run is missing: sql/0005_runner.sql does not define it")
             try:
                 conn.execute(call.replace("{executor}", executor))
             except errors.InsufficientPrivilege as exc:
@@ -223,8 +220,6 @@ def test_no_security_definer_function_is_executable_by_public_or_readers(db: Dat
 
 
 def test_procedures_are_not_executable_by_public(db: Database) -> None:
-    if not run_procedure_exists(db):
-        pytest.xfail("CALL timers.run is missing: sql/0005_runner.sql does not define it")
     with db.connect() as su:
         rows = su.execute(
             "SELECT p.oid::regprocedure::text FROM pg_proc p"
@@ -240,8 +235,6 @@ def test_non_admins_cannot_call_the_procedures_even_inside_a_transaction(
     db: Database, role: str
 ) -> None:
     """The privilege check comes before anything else (also before the transaction-block check)."""
-    if not run_procedure_exists(db):
-        pytest.xfail("CALL timers.run is missing: sql/0005_runner.sql does not define it")
     _setup(db)
     with connect(db, role) as conn:
         for call in (

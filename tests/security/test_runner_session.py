@@ -52,7 +52,6 @@ from tests.security.helpers import (
     NOBODY,
     Runner,
     connect,
-    run_procedure_exists,
     save,
     wait_until,
 )
@@ -304,8 +303,6 @@ def test_session_advisory_locks_do_not_outlive_the_run(runner_session: psycopg.C
 
 @pytest.fixture
 def runner(logdb: Database, tmp_path: Path) -> Iterator[Runner]:
-    if not run_procedure_exists(logdb):
-        pytest.xfail("CALL timers.run is missing: sql/0005_runner.sql does not define it")
     r = Runner(logdb, tmp_path / "runner.log")
     yield r
     r.stop()

@@ -26,7 +26,7 @@ import psycopg
 import pytest
 
 from tests.conftest import Database
-from tests.security.helpers import ALICE, NOBODY, connect, run_procedure_exists, save
+from tests.security.helpers import ALICE, NOBODY, connect, save
 
 # name(argument types) -> return type, and the pg_catalog expression it returns
 EVIL_FUNCTIONS = [
@@ -337,8 +337,6 @@ def test_admin_calls_never_use_objects_of_an_earlier_schema(
 def test_procedures_never_use_objects_of_an_earlier_schema(
     evil_db: Database, path_id: str, name: str, statement: str
 ) -> None:
-    if statement.startswith("CALL timers.run(") and not run_procedure_exists(evil_db):
-        pytest.xfail("CALL timers.run is missing: sql/0005_runner.sql does not define it")
     warnings = _call_with_path(evil_db, ALICE, PATHS[path_id], statement)
     assert warnings == []
     assert _calls(evil_db) == []
