@@ -33,6 +33,7 @@ import json
 import math
 import sys
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -732,7 +733,23 @@ def report(res: dict[str, Any]) -> str:
     return table(headers, rows) if rows else ""
 
 
-def main() -> int:
+@dataclass(frozen=True)
+class Plan:
+    """How big and how long each part is: --quick is a smoke run."""
+
+    ns: list[int]
+    modes: list[int | None]
+    down_s: float
+    observe_s: float
+    ov_s: float
+    base_s: float
+    sizes: list[int]
+    samples: int
+    serve: float
+
+
+def _parse_args() -> tuple[argparse.Namespace, list[str]]:
+    """The command line, and the parts it asks for."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--only", default=",".join(PARTS), help="comma list of: " + ", ".join(PARTS))
     ap.add_argument("--quick", action="store_true", help="small N, short windows: a smoke run")
@@ -752,22 +769,34 @@ def main() -> int:
     bad = [p for p in parts if p not in PARTS]
     if bad:
         ap.error(f"unknown part(s) {bad}; choose from {PARTS}")
-    if args.quick:
-        ns, modes = [50], [None, 8]
-        down_s, observe_s, ov_s, base_s = 60.0, 65.0, 15.0, 10.0
-        sizes, samples, serve = [1000, 10000], 50, 5.0
-    else:
-        ns, modes = [200, 1000], [None, 8]
-        down_s, observe_s, ov_s, base_s = 180.0, 65.0, 60.0, 30.0
-        sizes, samples, serve = [1000, 10000, 100000, 1000000], 200, 15.0
-    if args.down_seconds:
-        down_s = args.down_seconds
-    if args.sizes:
-        sizes = [int(s) for s in args.sizes.split(",")]
+    return args, parts
 
-    install_signal_cleanup()
-    t_start = time.monotonic()
-    mach = machine()
+
+def _plan(args: argparse.Namespace) -> Plan:
+    """The sizes and windows of the run, from --quick, --down-seconds and --sizes."""
+    if args.quick:
+        plan = Plan([50], [None, 8], 60.0, 65.0, 15.0, 10.0, [1000, 10000], 50, 5.0)
+    else:
+        plan = Plan(
+            [200, 1000],
+            [None, 8],
+            180.0,
+            65.0,
+            60.0,
+            30.0,
+            [1000, 10000, 100000, 1000000],
+            200,
+            15.0,
+        )
+    if args.down_seconds:
+        plan = replace(plan, down_s=args.down_seconds)
+    if args.sizes:
+        plan = replace(plan, sizes=[int(s) for s in args.sizes.split(",")])
+    return plan
+
+
+def _cluster(args: argparse.Namespace) -> Cluster:
+    """The throwaway PostgreSQL 15 cluster with pg_cron, created and started."""
     cl = Cluster(port=args.port, settings=cluster_settings(args))
     if args.cron_bgw == "off":
         # libpq mode: pg_cron connects to this server through its unix socket, trust auth
@@ -778,41 +807,43 @@ def main() -> int:
         )
     cl.create()
     cl.start()
-    res: dict[str, Any] = {"parts": parts}
-    try:
-        info = setup_databases(cl, args)
-        print("machine:")
-        for k, v in mach.items():
-            print(f"  {k:>24}: {v}")
-        print("server:")
-        for k in sorted(info):
-            print(f"  {k:>24}: {info[k]}")
-        print(
-            f"  {'cluster':>24}: {cl.data} (port {cl.port}, socket {cl.sock}; removed at the end)"
-        )
-        print(
-            "  settings: pg_cron runs jobs in background workers (cron.use_background_workers="
-            f"{args.cron_bgw}), up to cron.max_running_jobs={args.cron_max_running_jobs} at once;"
-            f" max_worker_processes={args.cron_max_running_jobs + 16}; pgtimers runner default"
-            " workers (2 + 1 burst) and --workers 8 (+1 burst)",
-            flush=True,
-        )
-        res["machine"], res["server"] = mach, info
-        if "punctuality" in parts or "throughput" in parts:
-            res["punctuality"] = part_punctuality(cl, ns, modes)
-        if "downtime" in parts:
-            res["downtime"] = part_downtime(cl, down_s, observe_s)
-        if "overhead" in parts:
-            res["overhead"] = part_overhead(cl, 1000, ov_s, base_s)
-        if "scale" in parts:
-            from scale import run_scale
+    return cl
 
-            res["scale"] = run_scale(cl, sizes, samples, serve)
-    finally:
-        res["load_end"] = loadavg()
-        res["minutes"] = (time.monotonic() - t_start) / 60
-        cl.destroy()
 
+def _print_setup(
+    args: argparse.Namespace, cl: Cluster, mach: dict[str, Any], info: dict[str, Any]
+) -> None:
+    print("machine:")
+    for k, v in mach.items():
+        print(f"  {k:>24}: {v}")
+    print("server:")
+    for k in sorted(info):
+        print(f"  {k:>24}: {info[k]}")
+    print(f"  {'cluster':>24}: {cl.data} (port {cl.port}, socket {cl.sock}; removed at the end)")
+    print(
+        "  settings: pg_cron runs jobs in background workers (cron.use_background_workers="
+        f"{args.cron_bgw}), up to cron.max_running_jobs={args.cron_max_running_jobs} at once;"
+        f" max_worker_processes={args.cron_max_running_jobs + 16}; pgtimers runner default"
+        " workers (2 + 1 burst) and --workers 8 (+1 burst)",
+        flush=True,
+    )
+
+
+def _run_parts(cl: Cluster, parts: list[str], plan: Plan, res: dict[str, Any]) -> None:
+    """Each asked-for part, its results into `res`."""
+    if "punctuality" in parts or "throughput" in parts:
+        res["punctuality"] = part_punctuality(cl, plan.ns, plan.modes)
+    if "downtime" in parts:
+        res["downtime"] = part_downtime(cl, plan.down_s, plan.observe_s)
+    if "overhead" in parts:
+        res["overhead"] = part_overhead(cl, 1000, plan.ov_s, plan.base_s)
+    if "scale" in parts:
+        from scale import run_scale
+
+        res["scale"] = run_scale(cl, plan.sizes, plan.samples, plan.serve)
+
+
+def _print_results(res: dict[str, Any], mach: dict[str, Any]) -> None:
     print()
     print(
         f"pgtimers vs pg_cron — {mach['date']}, {mach['cpu']}, {mach['cores']} cores,"
@@ -846,6 +877,26 @@ def main() -> int:
         print("scale (pgtimers only):")
         print("\n".join("  " + line for line in res["scale"]["fill"]))
         print(res["scale"]["table"])
+
+
+def main() -> int:
+    args, parts = _parse_args()
+    plan = _plan(args)
+    install_signal_cleanup()
+    t_start = time.monotonic()
+    mach = machine()
+    cl = _cluster(args)
+    res: dict[str, Any] = {"parts": parts}
+    try:
+        info = setup_databases(cl, args)
+        _print_setup(args, cl, mach, info)
+        res["machine"], res["server"] = mach, info
+        _run_parts(cl, parts, plan, res)
+    finally:
+        res["load_end"] = loadavg()
+        res["minutes"] = (time.monotonic() - t_start) / 60
+        cl.destroy()
+    _print_results(res, mach)
     if args.json:
         args.json.write_text(json.dumps(_jsonable(res), default=str, indent=1))
     return 0

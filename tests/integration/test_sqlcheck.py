@@ -573,89 +573,120 @@ def _ident_cont(c: str) -> bool:
     return _ident_start(c) or (c.isascii() and c.isdigit()) or c == "$"
 
 
+def _glued(s: str, j: int) -> int:
+    """Past a word glued onto a number or a parameter, as the scanner takes it (junk)."""
+    if j < len(s) and _ident_start(s[j]):
+        j += 1
+        while j < len(s) and _ident_cont(s[j]):
+            j += 1
+    return j
+
+
+def _line_comment(s: str, i: int) -> int:
+    j = i
+    while j < len(s) and s[j] not in "\n\r":
+        j += 1
+    return j
+
+
+def _block_comment(s: str, i: int) -> int:
+    """Past a /* ... */ comment; they nest."""
+    depth, j = 0, i
+    while j < len(s):
+        if s.startswith("/*", j):
+            depth, j = depth + 1, j + 2
+        elif s.startswith("*/", j):
+            depth, j = depth - 1, j + 2
+            if depth == 0:
+                break
+        else:
+            j += 1
+    return min(j, len(s))
+
+
+def _escape_string(s: str, i: int) -> int:
+    """Past E'...', where a backslash escapes the next character."""
+    j = i + 2
+    while j < len(s):
+        if s[j] == "\\" or (s[j] == "'" and s.startswith("'", j + 1)):
+            j += 2
+        elif s[j] == "'":
+            j += 1
+            break
+        else:
+            j += 1
+    return min(j, len(s))
+
+
+def _quoted(s: str, i: int) -> int:
+    """Past '...' or "...", where the quote doubled stands for itself."""
+    c, j = s[i], i + 1
+    while j < len(s):
+        if s[j] == c:
+            if not s.startswith(c, j + 1):
+                return j + 1
+            j += 2
+        else:
+            j += 1
+    return j
+
+
+def _dollar(s: str, i: int) -> tuple[int, str | None]:
+    """A dollar-quoted string ('s'), else a parameter like $1."""
+    m = TAG.match(s, i)
+    if m:
+        k = s.find(m.group(0), m.end())
+        return (len(s) if k < 0 else k + len(m.group(0))), "s"
+    j = i + 1
+    while j < len(s) and s[j].isascii() and s[j].isdigit():
+        j += 1
+    return (_glued(s, j) if j > i + 1 else j), None
+
+
+def _number(s: str, i: int) -> int:
+    j = i + 1
+    while j < len(s) and s[j].isascii() and (s[j].isdigit() or s[j] in "_."):
+        j += 1
+    return _glued(s, j)
+
+
+def _word(s: str, i: int) -> int:
+    j = i + 1
+    while j < len(s) and _ident_cont(s[j]):
+        j += 1
+    return j
+
+
+def _token(s: str, i: int) -> tuple[int, str | None]:
+    """Where the token at i ends, and its kind when it is a region."""
+    c = s[i]
+    if c in WS:
+        return i + 1, None
+    if s.startswith("--", i):
+        return _line_comment(s, i), "t"
+    if s.startswith("/*", i):
+        return _block_comment(s, i), "t"
+    if c in "Ee" and s.startswith("'", i + 1):
+        return _escape_string(s, i), "s"
+    if c in "'\"":
+        return _quoted(s, i), "s" if c == "'" else "q"
+    if c == "$":
+        return _dollar(s, i)
+    if _ident_start(c):
+        return _word(s, i), None
+    if c.isascii() and c.isdigit():
+        return _number(s, i), None
+    return i + 1, None
+
+
 def reference_regions(s: str) -> list[tuple[int, int, str]]:
     """Strings 's', comments 't' and quoted identifiers 'q' as PostgreSQL's scanner finds them."""
-    i, n, out = 0, len(s), []
-    while i < n:
-        c = s[i]
-        if c in WS:
-            i += 1
-        elif s.startswith("--", i):
-            j = i
-            while j < n and s[j] not in "\n\r":
-                j += 1
-            out.append((i, j, "t"))
-            i = j
-        elif s.startswith("/*", i):
-            depth, j = 0, i
-            while j < n:
-                if s.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif s.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                    if depth == 0:
-                        break
-                else:
-                    j += 1
-            out.append((i, min(j, n), "t"))
-            i = min(j, n)
-        elif c in "Ee" and s.startswith("'", i + 1):
-            j = i + 2
-            while j < n:
-                if s[j] == "\\" or (s[j] == "'" and s.startswith("'", j + 1)):
-                    j += 2
-                elif s[j] == "'":
-                    j += 1
-                    break
-                else:
-                    j += 1
-            out.append((i, min(j, n), "s"))
-            i = min(j, n)
-        elif c in "'\"":
-            j = i + 1
-            while j < n:
-                if s[j] == c:
-                    if s.startswith(c, j + 1):
-                        j += 2
-                    else:
-                        j += 1
-                        break
-                else:
-                    j += 1
-            out.append((i, j, "s" if c == "'" else "q"))
-            i = j
-        elif c == "$":
-            m = TAG.match(s, i)
-            if m:
-                k = s.find(m.group(0), m.end())
-                j = n if k < 0 else k + len(m.group(0))
-                out.append((i, j, "s"))
-                i = j
-            else:
-                j = i + 1
-                while j < n and s[j].isascii() and s[j].isdigit():
-                    j += 1
-                if j > i + 1 and j < n and _ident_start(s[j]):  # a parameter with junk glued on
-                    j += 1
-                    while j < n and _ident_cont(s[j]):
-                        j += 1
-                i = j
-        elif _ident_start(c):
-            j = i + 1
-            while j < n and _ident_cont(s[j]):
-                j += 1
-            i = j
-        elif c.isascii() and c.isdigit():
-            j = i + 1
-            while j < n and s[j].isascii() and (s[j].isdigit() or s[j] in "_."):
-                j += 1
-            if j < n and _ident_start(s[j]):  # junk glued to a number, as the scanner takes it
-                j += 1
-                while j < n and _ident_cont(s[j]):
-                    j += 1
-            i = j
-        else:
-            i += 1
+    i, out = 0, []
+    while i < len(s):
+        j, kind = _token(s, i)
+        if kind is not None:
+            out.append((i, j, kind))
+        i = j
     return out
 
 

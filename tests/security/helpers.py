@@ -205,4 +205,3 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
         if value or time.monotonic() > deadline:
             return value
         time.sleep(0.05)
-
