@@ -165,7 +165,7 @@ def test_set_timezone_replans_timers_without_their_own_zone(conn: psycopg.Connec
     assert conn.execute("SELECT timers.set_timezone('Asia/Kathmandu')").fetchone() == (
         "Asia/Kathmandu",
     )
-    rows = dict(
+    rows: dict[str, str] = dict(
         conn.execute(
             "SELECT name, to_char(next_due_at AT TIME ZONE 'UTC', 'HH24:MI') FROM timers.timers"
         ).fetchall()

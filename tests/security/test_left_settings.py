@@ -17,7 +17,7 @@ function must never run as anyone but the attacker.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import psycopg
@@ -246,7 +246,7 @@ def test_http_run_of_a_shadowing_timer(
         url = proc.http_url()
         auth = base64.b64encode(f"{who}:{PASSWORD}".encode()).decode()
 
-        def post(path: str, body: dict[str, object] | None) -> dict[str, object]:
+        def post(path: str, body: Mapping[str, object] | None) -> dict[str, object]:
             req = urllib.request.Request(
                 url + path,
                 data=json.dumps(body or {}).encode(),

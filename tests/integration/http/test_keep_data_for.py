@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -25,7 +26,7 @@ PARTITIONED = """
 
 
 @pytest.fixture
-def alice(db: Database) -> psycopg.Connection:
+def alice(db: Database) -> Iterator[psycopg.Connection]:
     with db.connect(role="pgt_alice") as c:
         c.execute(PARTITIONED)
         yield c

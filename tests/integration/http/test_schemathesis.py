@@ -4,15 +4,19 @@ input makes a 500, and every answer matches the document."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-schemathesis = pytest.importorskip("schemathesis")
-from hypothesis import HealthCheck, settings  # noqa: E402
+if TYPE_CHECKING:
+    import schemathesis
+else:
+    schemathesis = pytest.importorskip("schemathesis")
+from hypothesis import HealthCheck, settings
 
-from pgtimers.http.openapi import document  # noqa: E402
-from tests.conftest import Database  # noqa: E402
-from tests.integration.http.conftest import TOKEN, Served  # noqa: E402
+from pgtimers.http.openapi import document
+from tests.conftest import Database
+from tests.integration.http.conftest import TOKEN, Served
 
 SCHEMA = schemathesis.openapi.from_dict(document())
 # Valid and invalid inputs both; NUL characters too. No example database on disk.
@@ -44,7 +48,7 @@ def live(db: Database, serve: Callable[..., Served]) -> Iterator[str]:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-def test_api(case: schemathesis.Case, live: str) -> None:
+def test_api(case: schemathesis.Case[Any], live: str) -> None:
     response = case.call_and_validate(
         base_url=live,
         headers={"Authorization": f"Bearer {TOKEN}"},

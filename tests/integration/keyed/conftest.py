@@ -60,9 +60,9 @@ def fired_rows(conn: psycopg.Connection) -> list[dict[str, Any]]:
 
 
 def arm(
-    conn: psycopg.Connection, key: str, owed_at: str, sql: str = LOG_SQL, **options: Any
+    conn: psycopg.Connection, key: str, owed_at: str | None, sql: str = LOG_SQL, **options: Any
 ) -> dict[str, Any]:
-    """timers.arm with named options; returns the timers.keyed row."""
+    """timers.arm with named options (owed_at None: its policy sets it); the timers.keyed row."""
     names = "".join(f", {k} => %({k})s" for k in options)
     with conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(

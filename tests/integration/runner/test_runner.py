@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from tests.conftest import Database
+from tests.conftest import Database, scalar
 from tests.integration.runner.conftest import (
     LOG_SQL,
     RunnerProcess,
@@ -40,8 +40,9 @@ def due_now(conn: psycopg.Connection, name: str) -> dt.datetime:
         [name],
     ).fetchone()
     assert row is not None
+    due: dt.datetime = row[0]
     conn.execute("NOTIFY pgtimers")
-    return row[0]
+    return due
 
 
 def running_timers(conn: psycopg.Connection) -> list[str]:
@@ -73,7 +74,7 @@ def test_each_due_time_commits_exactly_once_with_three_runners(
         assert timer_row(conn, name)["skipped"] == 0
         assert timer_row(conn, name)["last_due_at"] == dues[-1]
     # the runs spread over the runners, each in its own transaction
-    assert conn.execute("SELECT count(DISTINCT runner) FROM timers.runs").fetchone()[0] >= 2
+    assert scalar(conn, "SELECT count(DISTINCT runner) FROM timers.runs") >= 2
 
 
 @pytest.mark.parametrize("other_runner_up", [True, False], ids=["other-runner-up", "restarted"])
@@ -137,8 +138,10 @@ def test_run_context_and_application_name(
     )
     start_runner()
     due = due_now(conn, "ctx")
-    wait_until(lambda: conn.execute("SELECT count(*) FROM ctx").fetchone()[0] == 1)
-    timer, due_text, app = conn.execute("SELECT * FROM ctx").fetchone()
+    wait_until(lambda: scalar(conn, "SELECT count(*) FROM ctx") == 1)
+    row = conn.execute("SELECT * FROM ctx").fetchone()
+    assert row is not None
+    timer, due_text, app = row
     assert (timer, app) == ("ctx", "pgtimers: ctx")
     assert dt.datetime.fromisoformat(due_text.replace("Z", "+00:00")) == due
     assert due_text.endswith("Z")
@@ -152,7 +155,7 @@ def test_run_now_end_to_end(
     before = timer_row(conn, "now")
     start_runner()
     with db.connect("pgt_alice") as alice:
-        result = alice.execute("CALL timers.run('now')").fetchone()[0]
+        result = scalar(alice, "CALL timers.run('now')")
     assert result["finished"] is True
     assert {k: result[k] for k in ("name", "ok", "error", "rows")} == {
         "name": "now",
@@ -178,7 +181,7 @@ def test_run_now_reports_a_failure_and_refuses_a_running_timer(
     save(conn, "busy", "every 1h", "SELECT pg_sleep(2)")
     start_runner()
     with db.connect("pgt_alice") as alice:
-        result = alice.execute("CALL timers.run('bad')").fetchone()[0]
+        result = scalar(alice, "CALL timers.run('bad')")
         assert (result["finished"], result["ok"], result["error"]) == (
             True,
             False,
@@ -270,7 +273,7 @@ def test_a_late_start_gets_its_one_catch_up_run(
 
     def hold() -> None:
         holder.execute("SELECT 1 FROM timers.timers WHERE name = 'late' FOR UPDATE")
-        wait_s = (due - holder.execute("SELECT clock_timestamp()").fetchone()[0]).total_seconds()
+        wait_s = (due - scalar(holder, "SELECT clock_timestamp()")).total_seconds()
         time.sleep(max(0.0, wait_s) + 1.7)
         holder.commit()
 

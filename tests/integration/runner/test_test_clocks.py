@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from tests.conftest import Database
+from tests.conftest import Database, scalar
 from tests.integration.runner.conftest import (
     LOG_SQL,
     RunnerProcess,
@@ -160,9 +160,7 @@ def test_max_runs_and_end_at_expire_the_timer(
 def test_backward_is_refused(conn: psycopg.Connection, clock: str) -> None:
     with pytest.raises(errors.InvalidParameterValue, match=r"^test_clock_backward: test clock 'c'"):
         conn.execute("CALL timers.advance_test_clock('c', '2027-01-04 08:00:00+00')")
-    assert conn.execute("SELECT now FROM timers.test_clocks").fetchone()[
-        0
-    ] == dt.datetime.fromisoformat(T0)
+    assert scalar(conn, "SELECT now FROM timers.test_clocks") == dt.datetime.fromisoformat(T0)
 
 
 def test_advance_inside_a_transaction_block_is_a_clear_error(db: Database, clock: str) -> None:
@@ -195,9 +193,6 @@ def test_test_clocks_need_admin(db: Database, clock: str) -> None:
             with pytest.raises(errors.InsufficientPrivilege):
                 reader.execute(statement)
     with db.connect("pgt_alice") as alice:
-        assert (
-            alice.execute("SELECT timers.create_test_clock('x', %s)", [T0]).fetchone()[0]["name"]
-            == "x"
-        )
+        assert scalar(alice, "SELECT timers.create_test_clock('x', %s)", [T0])["name"] == "x"
         with pytest.raises(errors.DuplicateObject):
             alice.execute("SELECT timers.create_test_clock('X', now())")
