@@ -15,7 +15,18 @@ ROUTINE = re.compile(r"^CREATE OR REPLACE (FUNCTION|PROCEDURE) (timers\.\w+)\(",
 # Procedures that COMMIT cannot carry a SET clause: their bodies are schema-qualified calls.
 COMMITTING = {"timers.run", "timers.advance_test_clock"}
 # What a body may call unqualified: SQL constructs that are not functions.
-CONSTRUCTS = {"ARRAY", "CASE", "COALESCE", "GREATEST", "LEAST", "NULLIF", "VALUES", "IN", "ANY", "EXTRACT"}
+CONSTRUCTS = {
+    "ARRAY",
+    "CASE",
+    "COALESCE",
+    "GREATEST",
+    "LEAST",
+    "NULLIF",
+    "VALUES",
+    "IN",
+    "ANY",
+    "EXTRACT",
+}
 
 
 def _routines() -> list[tuple[str, str, str]]:
