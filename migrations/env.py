@@ -11,8 +11,8 @@ from typing import Any
 from alembic import context
 from sqlalchemy import text
 
-from pgtimers.install import INSTALL_LOCK_KEY, VERSION_SCHEMA, VERSION_TABLE, engine_for
-from pgtimers.paths import sql_dir
+from pgtimers.schema.install import INSTALL_LOCK_KEY, VERSION_SCHEMA, VERSION_TABLE, engine_for
+from pgtimers.schema.paths import sql_dir
 
 config = context.config
 

@@ -6,7 +6,7 @@ Revises: ${down_revision | comma,n}
 
 from __future__ import annotations
 
-from pgtimers.migrate import apply_sql_file
+from pgtimers.schema.migrate import apply_sql_file
 
 revision = ${repr(up_revision)}
 down_revision = ${repr(down_revision)}

@@ -6,7 +6,7 @@ Revises:
 
 from __future__ import annotations
 
-from pgtimers.migrate import apply_sql_file
+from pgtimers.schema.migrate import apply_sql_file
 
 revision = "0001"
 down_revision = None

@@ -6,7 +6,7 @@ Revises: 0009
 
 from __future__ import annotations
 
-from pgtimers.migrate import apply_sql_file
+from pgtimers.schema.migrate import apply_sql_file
 
 revision = "0010"
 down_revision = "0009"

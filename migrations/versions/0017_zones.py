@@ -6,7 +6,7 @@ Revises: 0016
 
 from __future__ import annotations
 
-from pgtimers.migrate import apply_sql_file
+from pgtimers.schema.migrate import apply_sql_file
 
 revision = "0017"
 down_revision = "0016"

@@ -84,9 +84,12 @@ $fn$;
 -- without '$' and "$ident" pieces; each piece followed by a '$' is a delimiter.
 CREATE OR REPLACE FUNCTION timers._sql_dollar_delimiters(sql text,
                                                        OUT pos integer[], OUT bytes integer[], OUT tags text[])
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+#variable_conflict use_column
+BEGIN
+    SELECT x.* INTO pos, bytes, tags FROM (
 SELECT coalesce(array_agg(d.p ORDER BY d.i), '{}'), coalesce(array_agg(d.b ORDER BY d.i), '{}'),
        coalesce(array_agg(d.tag ORDER BY d.i), '{}')
   FROM (SELECT r.i, r.m[1] || '$' AS tag, starts_with(r.m[1], '$') AS dollar,
@@ -96,7 +99,8 @@ SELECT coalesce(array_agg(d.p ORDER BY d.i), '{}'), coalesce(array_agg(d.b ORDER
           FROM regexp_matches(sql, '[^$]+|\$(?:(?:[A-Za-z_]|[^\x01-\x7f])(?:[A-Za-z0-9_]|[^\x01-\x7f])*)?', 'g')
                WITH ORDINALITY AS r(m, i)
         WINDOW w AS (ORDER BY r.i ROWS UNBOUNDED PRECEDING)) d
- WHERE d.dollar AND d.closed
+ WHERE d.dollar AND d.closed) x;
+END
 $fn$;
 
 -- Every '/*' and '*/' of a text, in order: position (1-based), byte offset (0-based),
@@ -104,9 +108,12 @@ $fn$;
 -- skips a delimiter that starts inside the one before.
 CREATE OR REPLACE FUNCTION timers._sql_comment_delimiters(sql text,
                                                         OUT pos integer[], OUT bytes integer[], OUT opens boolean[])
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+#variable_conflict use_column
+BEGIN
+    SELECT x.* INTO pos, bytes, opens FROM (
 SELECT coalesce(array_agg(c.p ORDER BY c.p), '{}'), coalesce(array_agg(c.b ORDER BY c.p), '{}'),
        coalesce(array_agg(c.open ORDER BY c.p), '{}')
   FROM (SELECT (sum(length(r.m[1])) OVER w - length(r.m[1]) + 1)::integer AS p,
@@ -120,7 +127,8 @@ SELECT coalesce(array_agg(c.p ORDER BY c.p), '{}'), coalesce(array_agg(c.b ORDER
                false, r.m[1]
           FROM regexp_matches(sql, '[^*]+|\*/|\*', 'g') WITH ORDINALITY AS r(m, i)
         WINDOW w AS (ORDER BY r.i ROWS UNBOUNDED PRECEDING)) c
- WHERE c.m IN ('/*', '*/')
+ WHERE c.m IN ('/*', '*/')) x;
+END
 $fn$;
 
 -- The first index from p_from on whose element is at least p_value, in an array sorted
@@ -433,10 +441,11 @@ $fn$;
 -- in it is code.
 CREATE OR REPLACE FUNCTION timers._sql_code(sql text)
 RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-SELECT coalesce(string_agg(
+BEGIN
+    RETURN (SELECT coalesce(string_agg(
            CASE k.kind
                WHEN 'c' THEN k.tok
                WHEN 's' THEN '''' || repeat(' ', length(k.tok) - 1)
@@ -447,7 +456,8 @@ SELECT coalesce(string_agg(
                         ELSE '"' || regexp_replace(substr(k.tok, 2), '[^A-Za-z0-9_]', '_', 'g')
                    END
            END, '' ORDER BY k.n), '')
-  FROM timers._sql_tokens(sql, true) AS k
+  FROM timers._sql_tokens(sql, true) AS k);
+END
 $fn$;
 
 -- Which parts of a text (numbered by the top-level ';' before them) continue the
@@ -511,9 +521,12 @@ $fn$;
 -- on objects, not of roles).
 CREATE OR REPLACE FUNCTION timers._sql_statements(sql text)
 RETURNS TABLE (n integer, pos integer, head text[], has_on boolean)
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
 WITH r AS (
     -- the code, cut at every ';', '(' and ')': they are few, so this is cheap
     SELECT x.m[1] AS t, x.o,
@@ -575,7 +588,8 @@ SELECT (row_number() OVER (ORDER BY st.part))::integer, st.pos, st.head,
        st.head[1] IN ('GRANT', 'REVOKE') AND regexp_replace(st.top, '"[^"]*"', '', 'g') ~* '\mon\M'
   FROM stmts st
  WHERE NOT (st.part <@ (SELECT c.parts FROM continued c))
- ORDER BY st.part
+ ORDER BY st.part;
+END
 $fn$;
 
 -- A statement head as the refusal rules read it: its words with one space between,
@@ -780,13 +794,16 @@ DECLARE
     state text;
 BEGIN
     BEGIN
-        -- quote_literal, never a dollar quote: the SQL may contain any tag
+        -- quote_literal, never a dollar quote: the SQL may contain any tag. The probe
+        -- is never kept: the sentinel rolls its creation back (cheaper than a DROP).
         EXECUTE create_probe || quote_literal(sql);
-        EXECUTE drop_probe;
-        RETURN NULL;
+        RAISE EXCEPTION USING ERRCODE = 'PT002', MESSAGE = 'parsed';
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
     END;
+    IF state = 'PT002' THEN
+        RETURN NULL;
+    END IF;
     IF state <> '42601' THEN
         -- Not a syntax error: make sure the SQL is the cause, not the probe itself
         -- (no TEMP privilege, read-only transaction, ...): those errors come through.

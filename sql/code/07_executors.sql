@@ -14,19 +14,28 @@
 -- timer makes its executor itself (pgtimers_admin may CREATE in timers_exec, never
 -- use it by name), so no step needs the right to act as another role.
 
--- The executor a role owns, if it has one (the first by name): a security-definer
--- function of timers_exec taking one text.
+-- The executor a role has made, if it has one: timers_exec.as_<its oid>, or as_<its
+-- oid>_n<k> when that name was taken (a restored database may hold another role's), a
+-- security-definer function it owns. Found by the name index: a save asks every time.
 CREATE OR REPLACE FUNCTION timers._executor_of(p_role name) RETURNS text
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
-        SELECT p.proname::text FROM pg_proc p
-         WHERE p.pronamespace = 'timers_exec'::regnamespace AND p.prosecdef
-           AND p.proowner = (SELECT r.oid FROM pg_roles r WHERE r.rolname = p_role)
-           AND p.proargtypes = '25'::oidvector
-         ORDER BY p.proname
-         LIMIT 1
-    $$;
+DECLARE
+    v_oid oid := (SELECT r.oid FROM pg_roles r WHERE r.rolname = p_role);
+    v_fn text := 'as_' || v_oid::text;
+BEGIN
+    IF v_oid IS NULL THEN
+        RETURN NULL;
+    END IF;
+    RETURN (SELECT p.proname::text FROM pg_proc p
+             WHERE (p.proname = v_fn OR p.proname LIKE v_fn || '\_n%')
+               AND p.proargtypes = '25'::oidvector AND p.pronamespace = 'timers_exec'::regnamespace
+               AND p.proowner = v_oid AND p.prosecdef
+             ORDER BY length(p.proname), p.proname
+             LIMIT 1);
+END
+$$;
 
 -- The executor of p_owner (the caller of a save or arm, proven by its ticket), made
 -- now if it has none; its name. SECURITY DEFINER: made by the role that installed

@@ -115,57 +115,102 @@ BEGIN
 END
 $$;
 
--- The body of timers.save. p_owner is the caller's role in effect, proven by
--- its ticket, so calling this function directly (or from a timer's SQL, where
--- session_user is the runner) cannot make a timer run as someone else.
-CREATE OR REPLACE FUNCTION timers._save(
-    p_owner name, p_name text, p_schedule text, p_sql text, p_enabled boolean,
-    p_timezone text, p_catch_up text, p_start_at timestamptz, p_end_at timestamptz,
-    p_max_runs bigint, p_timeout interval, p_locked boolean, p_test_clock text)
-    RETURNS text
-    LANGUAGE plpgsql SECURITY DEFINER
+-- A timer's definition from jsonb: name, schedule and sql, and the options of
+-- timers.save (enabled, timezone, catch_up, start_at, end_at, max_runs, timeout,
+-- locked, test_clock); 22023 naming an unknown key or a value of the wrong type.
+CREATE OR REPLACE FUNCTION timers._timer_args(
+    p_timer jsonb,
+    OUT name text, OUT schedule text, OUT sql text, OUT enabled boolean, OUT timezone text,
+    OUT catch_up text, OUT start_at timestamptz, OUT end_at timestamptz, OUT max_runs bigint,
+    OUT timeout interval, OUT locked boolean, OUT test_clock text)
+    LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    c_keys constant text[] := ARRAY['name', 'schedule', 'sql', 'enabled', 'timezone', 'catch_up',
+                                    'start_at', 'end_at', 'max_runs', 'timeout', 'locked', 'test_clock'];
+    v_key text;
+    v_value text;
+BEGIN
+    IF jsonb_typeof(p_timer) IS DISTINCT FROM 'object' THEN
+        RAISE EXCEPTION 'a timer is a JSON object with name, schedule and sql, not %',
+            coalesce(jsonb_typeof(p_timer), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    FOR v_key IN SELECT k FROM jsonb_object_keys(p_timer) k LOOP
+        IF NOT v_key = ANY (c_keys) THEN
+            RAISE EXCEPTION 'unknown option %: use %', timers._quoted(v_key),
+                array_to_string(c_keys, ', ') USING ERRCODE = '22023';
+        END IF;
+        IF jsonb_typeof(p_timer->v_key) IN ('object', 'array') THEN
+            RAISE EXCEPTION 'option % must be a string, a number or true/false', v_key
+                USING ERRCODE = '22023';
+        END IF;
+    END LOOP;
+    name := p_timer->>'name';
+    schedule := p_timer->>'schedule';
+    sql := p_timer->>'sql';
+    timezone := p_timer->>'timezone';
+    catch_up := p_timer->>'catch_up';
+    test_clock := p_timer->>'test_clock';
+    FOREACH v_key IN ARRAY ARRAY['enabled', 'locked', 'start_at', 'end_at', 'max_runs', 'timeout'] LOOP
+        v_value := p_timer->>v_key;
+        BEGIN
+            CASE v_key
+            WHEN 'enabled' THEN enabled := coalesce(v_value::boolean, true);
+            WHEN 'locked' THEN locked := coalesce(v_value::boolean, false);
+            WHEN 'start_at' THEN start_at := v_value::timestamptz;
+            WHEN 'end_at' THEN end_at := v_value::timestamptz;
+            WHEN 'max_runs' THEN max_runs := v_value::bigint;
+            WHEN 'timeout' THEN timeout := v_value::interval;
+            END CASE;
+        EXCEPTION WHEN data_exception THEN
+            RAISE EXCEPTION 'bad %: % (%)', v_key, timers._quoted(v_value), SQLERRM
+                USING ERRCODE = '22023';
+        END;
+    END LOOP;
+    IF p_timer ? 'enabled' AND p_timer->'enabled' = 'null' OR p_timer ? 'locked' AND p_timer->'locked' = 'null' THEN
+        RAISE EXCEPTION 'enabled and locked must be true or false, not NULL' USING ERRCODE = '22004';
+    END IF;
+END
+$$;
+
+-- Save one timer of role p_owner (already proven and checked) that runs in executor
+-- p_executor, planned from p_now; writes its audit row. Its name.
+CREATE OR REPLACE FUNCTION timers._save_one(p_owner name, p_executor text, p_timer jsonb)
+    RETURNS text
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    a record;
     v_old timers.timers;
-    v_executor text;
     v_zone text;
     v_spec jsonb;
     v_now timestamptz;
-    v_id bigint;
     v_row timers.timers;
 BEGIN
-    PERFORM timers._take_ticket(p_owner, 'save a timer that runs');
-    IF NOT pg_has_role(p_owner, 'pgtimers_admin', 'MEMBER') THEN
-        RAISE EXCEPTION 'permission denied to save a timer: it needs the role pgtimers_admin, and role "%" is not a member', p_owner
-            USING ERRCODE = '42501';
-    END IF;
-    PERFORM timers._check_name(p_name);
-    IF p_enabled IS NULL OR p_locked IS NULL THEN
-        RAISE EXCEPTION 'enabled and locked must be true or false, not NULL' USING ERRCODE = '22004';
-    END IF;
-    v_zone := CASE WHEN p_timezone IS NULL THEN NULL ELSE timers._check_zone(p_timezone) END;
-    PERFORM timers._check_options(p_catch_up, p_start_at, p_end_at, p_max_runs, p_timeout, p_test_clock);
-    PERFORM timers._check_sql(p_sql);
-    v_now := timers._now(p_test_clock);
-    v_spec := timers._parse_schedule(p_schedule, timers._zone(v_zone), v_now);
+    a := timers._timer_args(p_timer);
+    PERFORM timers._check_name(a.name);
+    v_zone := CASE WHEN a.timezone IS NULL THEN NULL ELSE timers._check_zone(a.timezone) END;
+    PERFORM timers._check_options(a.catch_up, a.start_at, a.end_at, a.max_runs, a.timeout, a.test_clock);
+    PERFORM timers._check_sql(a.sql);
+    v_now := timers._now(a.test_clock);
+    v_spec := timers._parse_schedule(a.schedule, timers._zone(v_zone), v_now);
     PERFORM timers._require_calendar(v_spec);
     IF v_spec->>'kind' = 'once' AND (v_spec->>'at')::timestamptz <= v_now THEN
-        RAISE EXCEPTION 'schedule ''%'' is in the past (it is % now in %)', p_schedule,
+        RAISE EXCEPTION 'schedule ''%'' is in the past (it is % now in %)', a.schedule,
             to_char(v_now AT TIME ZONE timers._zone(v_zone), 'YYYY-MM-DD HH24:MI:SS'), timers._zone(v_zone)
             USING ERRCODE = '22023';
     END IF;
 
-    v_old := timers._lock_for_change(p_name);
+    v_old := timers._lock_for_change(a.name);
     IF v_old.id IS NOT NULL THEN
         PERFORM timers._refuse_locked(v_old, 'changed');
     END IF;
-    v_executor := timers._ensure_executor(p_owner);
-
     INSERT INTO timers.timers AS t (name, schedule, spec, sql, enabled, timezone, catch_up, start_at,
                                     end_at, max_runs, timeout, locked, test_clock, owner, executor, zone)
-    VALUES (p_name, v_spec->>'schedule', v_spec, p_sql, p_enabled, v_zone, p_catch_up, p_start_at,
-            p_end_at, p_max_runs, p_timeout, p_locked, p_test_clock, p_owner, v_executor,
+    VALUES (a.name, v_spec->>'schedule', v_spec, a.sql, a.enabled, v_zone, a.catch_up, a.start_at,
+            a.end_at, a.max_runs, a.timeout, a.locked, a.test_clock, p_owner, p_executor,
             timers._zone(v_zone))
     ON CONFLICT ((lower(name))) DO UPDATE
         SET name = EXCLUDED.name, schedule = EXCLUDED.schedule, spec = EXCLUDED.spec,
@@ -176,21 +221,69 @@ BEGIN
             executor = EXCLUDED.executor, zone = EXCLUDED.zone, updated_at = now(),
             expired = false, scheduled_runs = 0
     RETURNING t.* INTO v_row;
-    v_id := v_row.id;
-
-    UPDATE timers.timers SET next_due_at = timers._plan(v_row, v_now) WHERE id = v_id
-    RETURNING * INTO v_row;
-    IF v_row.next_due_at IS NULL AND v_row.enabled THEN
-        UPDATE timers.timers SET expired = true WHERE id = v_id;
-    END IF;
+    v_row.next_due_at := timers._plan(v_row, v_now);
+    UPDATE timers.timers
+       SET next_due_at = v_row.next_due_at, expired = (v_row.next_due_at IS NULL AND v_row.enabled)
+     WHERE id = v_row.id;
 
     PERFORM timers._audit(p_owner, 'save', v_row.name, jsonb_build_object(
-        'created', v_old.id IS NULL, 'schedule', v_row.schedule, 'sql', p_sql,
-        'enabled', p_enabled, 'timezone', v_zone, 'catch_up', p_catch_up, 'start_at', p_start_at,
-        'end_at', p_end_at, 'max_runs', p_max_runs, 'timeout', p_timeout, 'locked', p_locked,
-        'test_clock', p_test_clock));
-    PERFORM timers._notify('save', v_row.name);
+        'created', v_old.id IS NULL, 'schedule', v_row.schedule, 'sql', a.sql,
+        'enabled', a.enabled, 'timezone', v_zone, 'catch_up', a.catch_up, 'start_at', a.start_at,
+        'end_at', a.end_at, 'max_runs', a.max_runs, 'timeout', a.timeout, 'locked', a.locked,
+        'test_clock', a.test_clock));
     RETURN v_row.name;
+END
+$$;
+
+-- The body of timers.save and timers.save_many. p_owner is the caller's role in
+-- effect, proven by its ticket, so calling this function directly (or from a timer's
+-- SQL, where session_user is the runner) cannot make a timer run as someone else.
+-- p_timers: one timer (an object) or many (an array), saved in order, all or none.
+-- Their names.
+CREATE OR REPLACE FUNCTION timers._save(p_owner name, p_timers jsonb) RETURNS text[]
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_executor text;
+    v_names text[] := '{}';
+    v_timer jsonb;
+    i integer := 0;
+    v_state text;
+    v_message text;
+    v_hint text;
+BEGIN
+    PERFORM timers._take_ticket(p_owner, 'save a timer that runs');
+    IF NOT pg_has_role(p_owner, 'pgtimers_admin', 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to save a timer: it needs the role pgtimers_admin, and role "%" is not a member', p_owner
+            USING ERRCODE = '42501';
+    END IF;
+    v_executor := timers._ensure_executor(p_owner);
+    IF jsonb_typeof(p_timers) = 'array' THEN
+        IF jsonb_array_length(p_timers) > 100000 THEN
+            RAISE EXCEPTION 'save_many takes at most 100000 timers a call, not %', jsonb_array_length(p_timers)
+                USING ERRCODE = '54000';
+        END IF;
+        FOR v_timer IN SELECT e FROM jsonb_array_elements(p_timers) e LOOP
+            i := i + 1;
+            BEGIN
+                v_names := v_names || timers._save_one(p_owner, v_executor, v_timer);
+            EXCEPTION WHEN OTHERS THEN
+                -- which one: the message as timers.save gives it, after "timer <i>: "
+                GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT,
+                                        v_hint = PG_EXCEPTION_HINT;
+                IF v_hint IS NULL THEN
+                    RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = format('timer %s: %s', i, v_message);
+                END IF;
+                RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = format('timer %s: %s', i, v_message),
+                                      HINT = v_hint;
+            END;
+        END LOOP;
+    ELSE
+        v_names := ARRAY[timers._save_one(p_owner, v_executor, p_timers)];
+    END IF;
+    PERFORM timers._notify('save', CASE WHEN cardinality(v_names) = 1 THEN v_names[1] END);
+    RETURN v_names;
 END
 $$;
 
@@ -205,11 +298,36 @@ CREATE OR REPLACE FUNCTION timers.save(
     AS $$
 BEGIN
     PERFORM timers._require_admin('save a timer');
-    RETURN timers._status(timers._save(current_user, save.name, save.schedule, save.sql, save.enabled,
-        save.timezone, save.catch_up, save.start_at, save.end_at, save.max_runs, save.timeout,
-        save.locked, save.test_clock));
+    IF save.enabled IS NULL OR save.locked IS NULL THEN
+        RAISE EXCEPTION 'enabled and locked must be true or false, not NULL' USING ERRCODE = '22004';
+    END IF;
+    RETURN timers._status((timers._save(current_user, jsonb_build_object(
+        'name', save.name, 'schedule', save.schedule, 'sql', save.sql, 'enabled', save.enabled,
+        'timezone', save.timezone, 'catch_up', save.catch_up, 'start_at', save.start_at,
+        'end_at', save.end_at, 'max_runs', save.max_runs, 'timeout', save.timeout,
+        'locked', save.locked, 'test_clock', save.test_clock)))[1]);
 END
 $$;
+
+-- Many timers in one call, through the same checks as timers.save: a JSON array of
+-- objects with name, schedule, sql and any of save's options. All are saved or none
+-- (the first bad one's error says which, "timer 3: ..."). How many were saved.
+CREATE OR REPLACE FUNCTION timers.save_many(timers jsonb) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM timers._require_admin('save timers');
+    IF jsonb_typeof(save_many.timers) IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'save_many takes a JSON array of timers (objects with name, schedule, sql), not %',
+            coalesce(jsonb_typeof(save_many.timers), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    RETURN cardinality(timers._save(current_user, save_many.timers));
+END
+$$;
+
+COMMENT ON FUNCTION timers.save_many(jsonb) IS
+    'Save many timers in one call, all or none: a JSON array of {name, schedule, sql, ...options of timers.save}. Returns how many. Needs pgtimers_admin.';
 
 COMMENT ON FUNCTION timers.save(text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text) IS
     'Create or replace a timer; it runs as the role in effect now. Returns its timers.status row. Needs pgtimers_admin.';
@@ -516,13 +634,16 @@ COMMENT ON FUNCTION timers.cancel(text) IS
 -- Rights
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION
+    timers._timer_args(jsonb),
+    timers._save_one(name,text,jsonb),
+    timers.save_many(jsonb),
     timers._plan(timers.timers,timestamp with time zone),
     timers._no_such_timer(text),
     timers._lock_for_change(text),
     timers._refuse_locked(timers.timers,text),
     timers._check_options(text,timestamp with time zone,timestamp with time zone,bigint,interval,text),
     timers._require_calendar(jsonb),
-    timers._save(name,text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text),
+    timers._save(name,jsonb),
     timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text),
     timers._set_enabled(name,text,boolean),
     timers.enable(text,boolean),
@@ -546,12 +667,13 @@ GRANT EXECUTE ON FUNCTION
     timers._check_options(text,timestamp with time zone,timestamp with time zone,bigint,interval,text),
     timers._require_calendar(jsonb),
     timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text),
+    timers.save_many(jsonb),
     timers.enable(text,boolean),
     timers.delete(text),
     timers.set_timezone(text)
     TO PUBLIC;
 GRANT EXECUTE ON FUNCTION
-    timers._save(name,text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text),
+    timers._save(name,jsonb),
     timers._set_enabled(name,text,boolean),
     timers._delete(name,text),
     timers._set_timezone(name,text),

@@ -45,9 +45,13 @@ from tests.security.helpers import (
     server_version,
 )
 
-_REST = (
-    "'daily 02:00', 'SELECT current_user', true, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL"
-)
+
+def _timer(name: str) -> str:
+    """The jsonb of a timer for a direct call of timers._save."""
+    return (
+        f"jsonb_build_object('name', '{name}', 'schedule', 'daily 02:00',"
+        " 'sql', 'SELECT current_user')"
+    )
 
 
 def _log_table(db: Database) -> None:
@@ -306,7 +310,7 @@ def test_internal_save_refuses_another_owner(db: Database) -> None:
             ("pgt_bob; SELECT 1", ("42501", "42704")),
         ]:
             try:
-                alice.execute(f"SELECT timers._save(%s, 'evil', {_REST})", [owner])
+                alice.execute(f"SELECT timers._save(%s, {_timer('evil')})", [owner])
             except psycopg.Error as exc:
                 if exc.sqlstate not in states:
                     wrong.append(f"{owner!r}: {exc.sqlstate} {exc.diag.message_primary}")
@@ -321,7 +325,7 @@ def test_internal_save_refuses_even_a_role_the_session_may_become(db: Database) 
     pgtimers_admin, SET ROLE pgtimers_admin first; naming it in a direct call is refused."""
     with connect(db, ALICE) as alice:
         with pytest.raises(errors.InsufficientPrivilege, match="cannot save a timer that runs"):
-            alice.execute(f"SELECT timers._save('pgtimers_admin', 'shared', {_REST})")
+            alice.execute(f"SELECT timers._save('pgtimers_admin', {_timer('shared')})")
         alice.execute("SET ROLE pgtimers_admin")
         save(alice, "shared", "SELECT 1")
     assert _owners(db) == {"shared": "pgtimers_admin"}
@@ -349,7 +353,7 @@ def test_membership_without_set_does_not_let_you_save_as_that_role(db: Database)
             with pytest.raises(errors.InsufficientPrivilege):
                 conn.execute(pgsql.SQL("SET ROLE {}").format(pgsql.Identifier(victim)))
             with pytest.raises(errors.InsufficientPrivilege):
-                conn.execute(f"SELECT timers._save(%s, 'evil', {_REST})", [victim])
+                conn.execute(f"SELECT timers._save(%s, {_timer('evil')})", [victim])
         assert _owners(db) == {}
 
 
@@ -439,7 +443,7 @@ def test_a_timers_sql_cannot_save_a_timer_owned_by_someone_else(db: Database, ta
     with connect(db, ALICE) as alice:
         save(alice, "t0", "SELECT 1")
     with contextlib.suppress(errors.InsufficientPrivilege):
-        exec_as(db, ALICE, f"SELECT timers._save('{target}', 'evil', {_REST})")
+        exec_as(db, ALICE, f"SELECT timers._save('{target}', {_timer('evil')})")
     assert _owners(db) == {"t0": ALICE}
 
 
@@ -532,8 +536,7 @@ SCHEMA_STATEMENTS = [
     "CREATE VIEW {s}.v AS SELECT 1 AS a",
     "CREATE OPERATOR {s}.=== (FUNCTION = pg_catalog.texteq, LEFTARG = text, RIGHTARG = text)",
     "CREATE TYPE {s}.ty AS (a int)",
-    "ALTER FUNCTION timers._save(name, text, text, text, boolean, text, text, timestamptz,"
-    " timestamptz, bigint, interval, boolean, text) SECURITY INVOKER",
+    "ALTER FUNCTION timers._save(name, jsonb) SECURITY INVOKER",
     "ALTER FUNCTION timers._ensure_executor(name) OWNER TO pgt_alice",
     "ALTER TABLE timers.timers DISABLE ROW LEVEL SECURITY",
     "CREATE TRIGGER x BEFORE INSERT ON timers.timers FOR EACH ROW"

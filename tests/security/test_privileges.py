@@ -58,13 +58,13 @@ def test_nobody_can_save_a_timer_that_runs_as_someone_else(db: Database) -> None
         # The internal function takes an owner, but refuses one the session cannot act as.
         with pytest.raises(errors.InsufficientPrivilege, match="cannot save a timer that runs as"):
             alice.execute(
-                "SELECT timers._save('postgres', 'evil', 'hourly', 'SELECT 1', true, NULL, NULL,"
-                " NULL, NULL, NULL, NULL, false, NULL)"
+                "SELECT timers._save('postgres', jsonb_build_object('name', 'evil',"
+                " 'schedule', 'hourly', 'sql', 'SELECT 1'))"
             )
         with pytest.raises(errors.InsufficientPrivilege, match="cannot save a timer that runs as"):
             alice.execute(
-                "SELECT timers._save('pgt_bob', 'evil', 'hourly', 'SELECT 1', true, NULL, NULL,"
-                " NULL, NULL, NULL, NULL, false, NULL)"
+                "SELECT timers._save('pgt_bob', jsonb_build_object('name', 'evil',"
+                " 'schedule', 'hourly', 'sql', 'SELECT 1'))"
             )
         # Direct writes to the tables are not allowed at all.
         with pytest.raises(errors.InsufficientPrivilege):

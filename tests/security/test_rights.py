@@ -35,9 +35,7 @@ from tests.security.helpers import (
 NON_ADMINS = [READER, NOBODY]
 
 _ACTOR = "'pgt_alice'"
-_SAVE_ARGS = (
-    "'t9', 'daily 02:00', 'SELECT 1', true, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL"
-)
+_SAVE_ARGS = "jsonb_build_object('name', 't9', 'schedule', 'daily 02:00', 'sql', 'SELECT 1')"
 
 # (id, statement). {executor} is replaced by pgt_alice's executor.
 CALLS: list[tuple[str, str]] = [

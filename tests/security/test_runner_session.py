@@ -321,9 +321,9 @@ def test_end_to_end_a_timer_cannot_make_a_superuser_timer(logdb: Database, runne
         save(
             alice,
             "t1",
-            "SELECT timers._save('postgres', 'evil', 'every 1s',"
-            " 'INSERT INTO public.who_ran (note) VALUES (''evil'')',"
-            " true, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL)",
+            "SELECT timers._save('postgres', jsonb_build_object('name', 'evil',"
+            " 'schedule', 'every 1s',"
+            " 'sql', 'INSERT INTO public.who_ran (note) VALUES (''evil'')'))",
         )
     result = _call_run(logdb, ALICE, "t1")
     assert result and result["finished"]
