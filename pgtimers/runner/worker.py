@@ -1,5 +1,6 @@
-"""One worker: a connection that claims a run-now request, a due timer or a keyed timer
-and runs it, all in one transaction (claim, time limit, the SQL, bookkeeping, commit)."""
+"""One worker: a connection that fires one thing at a time, a run-now request, a due timer
+or a keyed timer, each in one round trip (timers._fire: claim, the SQL, bookkeeping and
+commit in one statement); a timer with a time limit of its own takes a second step."""
 
 from __future__ import annotations
 
@@ -10,23 +11,25 @@ from typing import Any
 import asyncpg
 
 from pgtimers.runner import log
-from pgtimers.runner.connect import close, connect
+from pgtimers.runner.connect import DEFAULT_TIMEOUT_MS, RUN_SESSION_SETTINGS, close, connect
 from pgtimers.runner.queries import query
 
 # A timer whose run raised (not a failed SQL, which is recorded: an error of the
 # run machinery itself) is left alone this long, so it cannot make a hot loop.
 QUARANTINE_SECONDS = 30.0
 
-# After a full round (run-now requests, due timers, then keyed timers) fired a keyed
-# timer, the worker claims only keyed timers for this long: the rest of a clock's owed
-# keyed timers fire back to back without the claims that found nothing a moment ago.
-# Then it makes a full round again, so that a run-now request or a due timer waits at
-# most this long (plus one fire) behind a long row of keyed fires, even with --workers 1.
+# After a fire of a keyed timer, the worker asks for keyed timers only for this long: the
+# rest of a clock's owed keyed timers fire back to back without the claims that found
+# nothing a moment ago. Then it makes a full round again, so that a run-now request or a
+# due timer waits at most this long (plus one fire) behind a long row of keyed fires.
 KEYED_STREAK_SECONDS = 0.1
+
+# Settings a run may change that no check puts back (work_mem, say) go this often.
+RESET_EVERY = 60.0
 
 
 class Worker:
-    """Claims and runs one thing at a time on its own connection."""
+    """Fires one thing at a time on its own connection."""
 
     def __init__(self, dsn: str, database: str, runner_id: str, name: str) -> None:
         self.dsn = dsn
@@ -36,13 +39,15 @@ class Worker:
         self.conn: asyncpg.Connection | None = None
         self._quarantine: dict[int, float] = {}
         self._quarantine_keyed: dict[int, float] = {}
-        # until when (time.monotonic()) this worker claims keyed timers only
+        # until when (time.monotonic()) this worker asks for keyed timers only
         self._keyed_until = 0.0
+        self._reset_at = 0.0
 
     async def open(self) -> None:
         """Connect, unless the worker's connection is open."""
         if self.conn is None or self.conn.is_closed():
             self.conn = await connect(self.dsn, application_name=f"pgtimers runner {self.name}")
+            self._reset_at = time.monotonic() + RESET_EVERY
 
     async def close(self) -> None:
         """Close the worker's connection, if any."""
@@ -50,7 +55,7 @@ class Worker:
         if conn is not None:
             await close(conn)
 
-    def _quarantined(self, keyed: bool = False) -> list[int]:
+    def _quarantined(self, keyed: bool) -> list[int]:
         now = time.monotonic()
         if keyed:
             self._quarantine_keyed = {k: v for k, v in self._quarantine_keyed.items() if v > now}
@@ -59,98 +64,92 @@ class Worker:
         return list(self._quarantine)
 
     async def run_one(self) -> dict[str, Any] | None:
-        """Claim and run one due timer, run-now request or keyed timer; None when
-        nothing was due.
+        """Fire one due timer, run-now request or keyed timer; None when nothing was due,
+        {} when something was claimed that ran nothing (its machinery raised).
 
         Raises asyncpg/OSError when the connection fails (the transaction is then
         rolled back by the server: the due time stays for the next claim)."""
         await self.open()
         assert self.conn is not None
-        result = None
-        if time.monotonic() < self._keyed_until:
-            result = await self._claim_and_run(self.conn, keyed_only=True)
-            if not result:
-                self._keyed_until = 0.0  # none left (or the fire raised): a full round next
-        if result is None:
-            result = await self._claim_and_run(self.conn)
-        if result is not None:
+        keyed_only = time.monotonic() < self._keyed_until
+        result = await self._fire(self.conn, keyed_only)
+        if keyed_only and not result:
+            self._keyed_until = 0.0  # none left (or the fire raised): a full round next
+            result = await self._fire(self.conn, False)
+        if result is not None and (result.pop("reset", False) or time.monotonic() > self._reset_at):
             await self.conn.execute(query("reset_session"))
+            await self.conn.execute(RUN_SESSION_SETTINGS)
+            self._reset_at = time.monotonic() + RESET_EVERY
         return result
 
-    async def _claim_and_run(
-        self, conn: asyncpg.Connection, keyed_only: bool = False
-    ) -> dict[str, Any] | None:
-        """One transaction: claim (a run-now request, a due timer, then a keyed timer;
-        with keyed_only a keyed timer only), run it, commit."""
-        claimed: list[tuple[str, int]] = []  # what was claimed, for the error path
+    async def _fire(self, conn: asyncpg.Connection, keyed_only: bool) -> dict[str, Any] | None:
+        result: dict[str, Any] | None = await conn.fetchval(
+            query("fire"),
+            self.runner_id,
+            self._quarantined(keyed=False),
+            self._quarantined(keyed=True),
+            keyed_only,
+            DEFAULT_TIMEOUT_MS,
+        )
+        if result is None:
+            return None
+        if "claim" in result:
+            result = await self._with_own_timeout(conn, result)
+        if "failed" in result:
+            self._machinery_failed(result["failed"], int(result["id"]), result)
+            return {}
+        if result.get("kind") == "keyed" and not keyed_only:
+            self._keyed_until = time.monotonic() + KEYED_STREAK_SECONDS
+        return result
+
+    async def _with_own_timeout(self, conn: asyncpg.Connection, claim: dict[str, Any]) -> Any:
+        """The second step of a timer whose time limit is its own: run it in a transaction
+        that has that limit."""
+        kind, ident = str(claim["claim"]), int(claim["id"])
         try:
             async with conn.transaction():
-                if not keyed_only:
-                    result = await self._run_request_or_due(conn, claimed)
-                    if result is not None:
-                        return result
-                result = await self._fire_keyed(conn, claimed)
-                if result and not keyed_only:
-                    self._keyed_until = time.monotonic() + KEYED_STREAK_SECONDS
-                return result
+                await conn.fetchval(query("set_timeout"), str(claim["timeout_ms"]))
+                if kind == "request":
+                    result = await conn.fetchval(query("run_request"), ident, self.runner_id)
+                else:
+                    result = await conn.fetchval(
+                        query("run_due"), ident, claim["due_at"], self.runner_id
+                    )
+                return result or {}
         except asyncpg.PostgresError as exc:
-            what = claimed[0] if claimed else None
-            if what and what[0] != "request" and not _connection_error(exc):
-                quarantine = self._quarantine_keyed if what[0] == "keyed" else self._quarantine
-                quarantine[what[1]] = time.monotonic() + QUARANTINE_SECONDS
-            log.event(
-                logging.ERROR,
-                "run_error",
-                database=self.database,
-                worker=self.name,
-                claimed=f"{what[0]}:{what[1]}" if what else None,
-                sqlstate=getattr(exc, "sqlstate", None),
-                error=str(exc),
-            )
-            if _connection_error(exc):
+            if is_connection_error(exc):
                 raise
-            return {}
+            return {"failed": kind, "id": ident, "sqlstate": exc.sqlstate, "error": str(exc)}
 
-    async def _run_request_or_due(
-        self, conn: asyncpg.Connection, claimed: list[tuple[str, int]]
-    ) -> dict[str, Any] | None:
-        """The oldest run-now request, else the earliest due timer: run it; None when
-        there is neither."""
-        request = await conn.fetchrow(query("claim_request"))
-        if request is not None:
-            claimed.append(("request", request["id"]))
-            await conn.fetchval(query("set_timeout"), str(request["timeout_ms"]))
-            result = await conn.fetchval(query("run_request"), request["id"], self.runner_id)
-            return result or {}
-        skip = self._quarantined()
-        due = await conn.fetchrow(query("claim_due"), skip)
-        if due is None:
-            due = await conn.fetchrow(query("claim_due_test_clock"), skip)
-        if due is None:
-            return None
-        claimed.append(("timer", due["id"]))
-        await conn.fetchval(query("set_timeout"), str(due["timeout_ms"]))
-        result = await conn.fetchval(
-            query("run_due"), due["id"], due["next_due_at"], self.runner_id
+    def _machinery_failed(self, kind: str, ident: int, failure: dict[str, Any]) -> None:
+        if kind != "request":
+            quarantine = self._quarantine_keyed if kind == "keyed" else self._quarantine
+            quarantine[ident] = time.monotonic() + QUARANTINE_SECONDS
+        log.event(
+            logging.ERROR,
+            "run_error",
+            database=self.database,
+            worker=self.name,
+            claimed=f"{kind}:{ident}",
+            sqlstate=failure.get("sqlstate"),
+            error=failure.get("error"),
+            retry_in=None if kind == "request" else f"{QUARANTINE_SECONDS:g}s",
         )
-        return result or {}
-
-    async def _fire_keyed(
-        self, conn: asyncpg.Connection, claimed: list[tuple[str, int]]
-    ) -> dict[str, Any] | None:
-        """The next keyed timer in tick order on a clock whose fire lock this
-        transaction takes (sql/code/14_keyed.sql): fire it; None when none is owed."""
-        keyed = await conn.fetchrow(query("claim_keyed"), self._quarantined(keyed=True))
-        if keyed is None:
-            return None
-        claimed.append(("keyed", keyed["id"]))
-        await conn.fetchval(query("set_timeout"), str(keyed["timeout_ms"]))
-        result = await conn.fetchval(
-            query("fire_keyed"), keyed["id"], keyed["owed_at"], self.runner_id
-        )
-        return result or {}
 
 
-def _connection_error(exc: BaseException) -> bool:
+# A connection that is gone or unusable: closed, a protocol state asyncpg cannot go on
+# from (InternalClientError: "cannot switch to state ..."; a server of the wrong kind for
+# target_session_attrs), its prepared statement dropped, or the socket's error.
+_CONNECTION_ERRORS = (
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    asyncpg.InvalidSQLStatementNameError,
+    OSError,
+)
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """Whether an error means a connection is gone or unusable, so that the session must
+    be made again; not a run's error."""
     sqlstate = getattr(exc, "sqlstate", "") or ""
-    return isinstance(exc, (asyncpg.InterfaceError, OSError)) or sqlstate.startswith(("08", "57P"))
+    return isinstance(exc, _CONNECTION_ERRORS) or sqlstate.startswith(("08", "57P"))

@@ -174,7 +174,10 @@ CREATE OR REPLACE FUNCTION timers._guarded_settings() RETURNS text[]
                      'lc_time', 'default_text_search_config', 'quote_all_identifiers',
                      'row_security', 'lock_timeout', 'client_encoding', 'client_min_messages',
                      'check_function_bodies', 'plpgsql.variable_conflict',
-                     'plpgsql.extra_errors', 'plpgsql.extra_warnings', 'transaction_read_only']::text[]
+                     'plpgsql.extra_errors', 'plpgsql.extra_warnings', 'statement_timeout',
+                     'idle_in_transaction_session_timeout', 'default_transaction_isolation',
+                     'default_transaction_read_only', 'default_transaction_deferrable',
+                     'synchronous_commit', 'transaction_read_only']::text[]
     $$;
 
 -- The values of timers._guarded_settings() now, in that order.
@@ -278,7 +281,9 @@ END
 $$;
 
 -- After a run, first of all: the settings of p_settings (timers._settings_now() before
--- the SQL) are put back, search_path first. A plain set_config here persists after
+-- the SQL) are put back, search_path first; when any was changed, or the SQL left
+-- temporary objects or LISTENs, pgtimers.session_dirty says so, for the runner to reset
+-- its session after the transaction (session advisory locks it took go now). A plain set_config here persists after
 -- this function returns, in every frame of the run (that is what the SQL did too).
 -- Then what the SQL may not leave: statements it prepared (dropped now: a rollback
 -- does not undo them), a WITH HOLD cursor (its query would run at COMMIT, as the
@@ -295,6 +300,8 @@ DECLARE
 BEGIN
     PERFORM pg_catalog.set_config('search_path', p_settings[1], false);
     IF timers._settings_now() IS DISTINCT FROM p_settings THEN
+      -- put back for the rest of this transaction; the runner resets its session after it
+      PERFORM pg_catalog.set_config('pgtimers.session_dirty', 'on', true);
       FOR i IN 2 .. pg_catalog.cardinality(v_names) LOOP
         v_name := v_names[i];
         CONTINUE WHEN v_name = 'transaction_read_only'
@@ -316,6 +323,14 @@ BEGIN
         END LOOP;
         RAISE EXCEPTION 'a timer''s SQL may not prepare or deallocate statements, also not in dynamic SQL: they live in the runner''s session, which outlives the run and runs the runner''s own statements'
             USING ERRCODE = '42501';
+    END IF;
+    -- what else the SQL may leave in the session: the runner resets it after this transaction
+    PERFORM pg_catalog.pg_advisory_unlock_all();
+    IF pg_catalog.pg_my_temp_schema() OPERATOR(pg_catalog.<>) 0
+           AND EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+                        WHERE c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema())
+       OR EXISTS (SELECT 1 FROM pg_catalog.pg_listening_channels()) THEN
+        PERFORM pg_catalog.set_config('pgtimers.session_dirty', 'on', true);
     END IF;
     IF EXISTS (SELECT 1 FROM pg_catalog.pg_cursors c WHERE c.is_holdable) THEN
         RAISE EXCEPTION 'a timer''s SQL may not leave a WITH HOLD cursor open: it would run after the run, as the runner'

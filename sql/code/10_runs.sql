@@ -199,6 +199,8 @@ BEGIN
         v_ok := false;
         v_state := SQLSTATE;
         v_error := timers._run_error(SQLSTATE, SQLERRM, t.timeout);
+        -- a rollback does not let go of session advisory locks the SQL took
+        PERFORM pg_catalog.pg_advisory_unlock_all();
     END;
     RETURN jsonb_build_object(
         'ok', v_ok, 'error', v_error, 'sqlstate', v_state, 'rows', coalesce(v_rows, 0),
@@ -455,8 +457,10 @@ CREATE OR REPLACE FUNCTION timers._run_error(p_sqlstate text, p_message text, p_
 -- transaction. p_timeout_ms is the time limit the caller's statement runs under; a
 -- timer whose own timeout differs is not run here but answered as a claim,
 -- {"claim": "timer"|"request", "id", "due_at", "timeout_ms"}, which the runner runs
--- with its own limit (timers._run_due or timers._run_request). p_skip and
--- p_skip_keyed: ids to leave alone for a while (their run raised). NULL: nothing to do.
+-- with its own limit (timers._run_due or timers._run_request). A run whose machinery
+-- raised answers {"failed": kind, "id", "sqlstate", "error"}; "reset": true asks the
+-- runner to reset its session. p_skip and p_skip_keyed: ids to leave alone for a while
+-- (their run raised). NULL: nothing to do.
 CREATE OR REPLACE FUNCTION timers._fire(
     p_runner text, p_skip bigint[], p_skip_keyed bigint[], p_keyed_only boolean, p_timeout_ms bigint)
     RETURNS jsonb
@@ -464,52 +468,72 @@ CREATE OR REPLACE FUNCTION timers._fire(
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    r record;
+    v_kind text;
+    v_id bigint;
+    v_at timestamptz;  -- the due time (a timer) or the owed time (a keyed timer)
+    v_timeout interval;
     v_timeout_ms bigint;
+    v_result jsonb;
 BEGIN
     IF NOT p_keyed_only THEN
-        SELECT q.id, t.timeout INTO r
+        SELECT q.id, t.timeout INTO v_id, v_timeout
           FROM timers.run_requests q LEFT JOIN timers.timers t ON t.id = q.timer_id
          WHERE q.finished_at IS NULL AND q.requested_at > now() - interval '5 minutes'
          ORDER BY q.id
          LIMIT 1
            FOR UPDATE OF q SKIP LOCKED;
-        IF FOUND THEN
-            v_timeout_ms := timers._ms(coalesce(r.timeout, interval '10 minutes'));
-            IF v_timeout_ms <> p_timeout_ms THEN
-                RETURN jsonb_build_object('claim', 'request', 'id', r.id, 'timeout_ms', v_timeout_ms);
-            END IF;
-            RETURN coalesce(timers._run_request(r.id, p_runner), '{}');
-        END IF;
-        SELECT t.id, t.next_due_at, t.timeout INTO r
-          FROM timers.timers t
-         WHERE t.next_due_at <= now() AND t.test_clock IS NULL AND t.id <> ALL (p_skip)
-         ORDER BY t.next_due_at, t.id
-         LIMIT 1
-           FOR UPDATE SKIP LOCKED;
-        IF NOT FOUND THEN
-            SELECT t.id, t.next_due_at, t.timeout INTO r
-              FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
-             WHERE t.test_clock IS NOT NULL AND t.next_due_at IS NOT NULL AND t.next_due_at <= c.now
-               AND t.id <> ALL (p_skip)
+        v_kind := CASE WHEN FOUND THEN 'request' END;
+        IF v_kind IS NULL THEN
+            SELECT t.id, t.next_due_at, t.timeout INTO v_id, v_at, v_timeout
+              FROM timers.timers t
+             WHERE t.next_due_at <= now() AND t.test_clock IS NULL AND t.id <> ALL (p_skip)
              ORDER BY t.next_due_at, t.id
              LIMIT 1
-               FOR UPDATE OF t SKIP LOCKED;
-        END IF;
-        IF FOUND THEN
-            v_timeout_ms := timers._ms(coalesce(r.timeout, interval '10 minutes'));
-            IF v_timeout_ms <> p_timeout_ms THEN
-                RETURN jsonb_build_object('claim', 'timer', 'id', r.id, 'due_at', r.next_due_at,
-                                          'timeout_ms', v_timeout_ms);
+               FOR UPDATE SKIP LOCKED;
+            IF NOT FOUND THEN
+                SELECT t.id, t.next_due_at, t.timeout INTO v_id, v_at, v_timeout
+                  FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
+                 WHERE t.test_clock IS NOT NULL AND t.next_due_at IS NOT NULL AND t.next_due_at <= c.now
+                   AND t.id <> ALL (p_skip)
+                 ORDER BY t.next_due_at, t.id
+                 LIMIT 1
+                   FOR UPDATE OF t SKIP LOCKED;
             END IF;
-            RETURN coalesce(timers._run_due(r.id, r.next_due_at, p_runner), '{}');
+            v_kind := CASE WHEN FOUND THEN 'timer' END;
+        END IF;
+        IF v_kind IS NOT NULL THEN
+            v_timeout_ms := timers._ms(coalesce(v_timeout, interval '10 minutes'));
+            IF v_timeout_ms <> p_timeout_ms THEN
+                RETURN jsonb_build_object('claim', v_kind, 'id', v_id, 'timeout_ms', v_timeout_ms,
+                                          'due_at', v_at);
+            END IF;
         END IF;
     END IF;
-    SELECT k.id, k.owed_at INTO r FROM timers._keyed_claim(p_skip_keyed) k;
-    IF FOUND THEN
-        RETURN coalesce(timers._keyed_fire(r.id, r.owed_at, p_runner), '{}');
+    IF v_kind IS NULL THEN
+        SELECT k.id, k.owed_at INTO v_id, v_at FROM timers._keyed_claim(p_skip_keyed) k;
+        IF NOT FOUND THEN
+            RETURN NULL;
+        END IF;
+        v_kind := 'keyed';
     END IF;
-    RETURN NULL;
+    BEGIN
+        IF v_kind = 'request' THEN
+            v_result := timers._run_request(v_id, p_runner);
+        ELSIF v_kind = 'timer' THEN
+            v_result := timers._run_due(v_id, v_at, p_runner);
+        ELSE
+            v_result := timers._keyed_fire(v_id, v_at, p_runner);
+        END IF;
+    EXCEPTION WHEN OTHERS THEN
+        -- the run's own machinery failed (not its SQL, whose errors are recorded): say
+        -- which, so that the runner leaves it alone for a while instead of a hot loop
+        RETURN jsonb_build_object('failed', v_kind, 'id', v_id, 'sqlstate', SQLSTATE,
+                                  'error', timers._cut(SQLERRM));
+    END;
+    IF current_setting('pgtimers.session_dirty', true) = 'on' THEN
+        v_result := coalesce(v_result, '{}') || '{"reset": true}';
+    END IF;
+    RETURN coalesce(v_result, '{}');
 END
 $$;
 

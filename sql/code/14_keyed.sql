@@ -352,6 +352,7 @@ CREATE OR REPLACE FUNCTION timers._keyed_arm_args(
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
+    PERFORM timers._check_time('since', p_since);
     zone := timers._check_zone(coalesce(p_zone, 'UTC'));
     nominal := p_owed_at;
     IF p_policy IS NOT NULL THEN
@@ -372,9 +373,7 @@ BEGIN
     IF nominal IS NULL THEN
         RAISE EXCEPTION 'owed_at must be a time, not NULL' USING ERRCODE = '22004';
     END IF;
-    IF NOT isfinite(nominal) THEN
-        RAISE EXCEPTION 'owed_at must be a finite time, not %', nominal USING ERRCODE = '22023';
-    END IF;
+    PERFORM timers._check_time(CASE WHEN p_policy IS NULL THEN 'owed_at' ELSE 'since + span' END, nominal);
     IF p_place IS NULL OR p_place NOT BETWEEN 1 AND 8 THEN
         RAISE EXCEPTION 'bad place %: a place in the tick is 1 to 8 (default 5)', coalesce(p_place::text, 'NULL')
             USING ERRCODE = '22023';
@@ -422,6 +421,7 @@ BEGIN
     v_policy := a.policy;
     v_calendar := timers._keyed_check_roll(p_calendar, p_roll);
     v_owed := timers._keyed_roll(v_calendar, p_roll, v_zone, v_nominal);
+    PERFORM timers._check_time('late_at', p_late_at);
     IF p_late_at IS NOT NULL AND p_late_at < v_owed THEN
         RAISE EXCEPTION 'late_at % is before owed_at %: the late time of a deadline comes at or after it',
             timers._iso(p_late_at), timers._iso(v_owed)
@@ -497,9 +497,10 @@ BEGIN
             timers._quoted(p_by), array_to_string(timers._keyed_move_causes(), ', ')
             USING ERRCODE = '22023';
     END IF;
-    IF p_owed_at IS NULL OR NOT isfinite(p_owed_at) THEN
-        RAISE EXCEPTION 'owed_at must be a finite time, not %', coalesce(p_owed_at::text, 'NULL') USING ERRCODE = '22004';
+    IF p_owed_at IS NULL THEN
+        RAISE EXCEPTION 'owed_at must be a time, not NULL' USING ERRCODE = '22004';
     END IF;
+    PERFORM timers._check_time('owed_at', p_owed_at);
     k := timers._keyed_lock(p_key);
     PERFORM timers._keyed_require(k, ARRAY['armed'], 'move');
     v_since := k.since;
@@ -744,6 +745,8 @@ BEGIN
         v_ok := false;
         v_state := SQLSTATE;
         v_error := timers._run_error(SQLSTATE, SQLERRM, NULL);
+        -- a rollback does not let go of session advisory locks the SQL took
+        PERFORM pg_catalog.pg_advisory_unlock_all();
     END;
     RETURN jsonb_build_object('ok', v_ok, 'error', v_error, 'sqlstate', v_state,
         'rows', coalesce(v_rows, 0), 'started_at', v_start,

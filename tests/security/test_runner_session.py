@@ -212,10 +212,10 @@ def test_the_runners_queries_never_use_an_owners_operator(
             "CREATE OPERATOR public.<= (FUNCTION = public.le,"
             " LEFTARG = timestamptz, RIGHTARG = timestamptz)"
         )
-    """After SET search_path = <owner's schema>, pg_catalog persisted, the runner's claim
-    query (next_due_at <= now()) would use the owner's operator as the runner."""
+    """After SET search_path = <owner's schema>, pg_catalog persisted, the runner's fire
+    (its claims compare next_due_at <= now()) would use the owner's operator as the runner."""
     _run(runner_session, ALICE, "SET search_path = public, pg_catalog")
-    psycopg.RawCursor(runner_session).execute(query("claim_due"), [[]])
+    psycopg.RawCursor(runner_session).execute(query("fire"), ["t", [], [], False, 600000])
     runner_session.commit()
     assert _who_ran(logdb) in ([], [ALICE])
 

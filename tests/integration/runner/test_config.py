@@ -100,8 +100,8 @@ def test_log_lines_are_key_value() -> None:
 
 
 def test_named_queries() -> None:
-    assert query("claim_due").startswith("SELECT t.id, t.next_due_at")
-    assert "FOR UPDATE SKIP LOCKED" in query("claim_due")
+    assert query("fire").startswith("SELECT timers._fire($1")
+    assert "SKIP LOCKED" not in query("fire")  # the claims live in sql/code/10_runs.sql
     assert parse("-- name: a\n-- comment\nSELECT 1\n\n-- name: b\nSELECT 2\n") == {
         "a": "SELECT 1",
         "b": "SELECT 2",

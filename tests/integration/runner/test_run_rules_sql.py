@@ -190,7 +190,7 @@ def test_missing_calendar_fails_the_run_by_name(db: Database, conn: psycopg.Conn
     assert result["error"] == "calendar 'xcal' does not exist"
 
 
-def test_claim_is_served_by_the_due_index(conn: psycopg.Connection) -> None:
+def test_claim_is_served_by_the_due_index(db: Database, conn: psycopg.Connection) -> None:
     spec = scalar(conn, "SELECT timers._parse_schedule('daily 02:00', 'UTC', now())")
     conn.execute(
         "INSERT INTO timers.timers (name, schedule, spec, sql, owner, zone, next_due_at)"
@@ -205,11 +205,23 @@ def test_claim_is_served_by_the_due_index(conn: psycopg.Connection) -> None:
         rows = conn.execute(f"EXPLAIN {sql}").fetchall()
         return "\n".join(r[0] for r in rows)
 
-    claim = plan(query("claim_due").replace("$1::bigint[]", "'{}'::bigint[]"))
-    assert "Index Scan using timers_due on timers" in claim, claim
-    assert "Seq Scan on timers" not in claim, claim
-    test_clock = plan(query("claim_due_test_clock").replace("$1::bigint[]", "'{}'::bigint[]"))
-    assert "Seq Scan on timers " not in test_clock + " ", test_clock
+    # the claims inside timers._fire, as they run: auto_explain sends their plans here
+    plans: list[str] = []
+    with conn.transaction():
+        # every due timer is held (being run): the claims look and find nothing to take
+        conn.execute("SELECT 1 FROM timers.timers WHERE next_due_at <= now() FOR UPDATE")
+        with db.connect() as other:
+            other.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+            other.execute("LOAD 'auto_explain'")
+            other.execute(
+                "SET auto_explain.log_min_duration = 0;"
+                " SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice"
+            )
+            assert scalar(other, "SELECT timers._fire('t', '{}', '{}', false, 600000)") is None
+    claims = [p for p in plans if "SKIP LOCKED" in p.replace("\n", " ") or "LockRows" in p]
+    due_claim = next(p for p in claims if "t.test_clock IS NULL" in p or "timers_due on" in p)
+    assert "Index Scan using timers_due on timers" in due_claim, due_claim
+    assert "Seq Scan on timers " not in " ".join(claims) + " ", claims
     due = plan("SELECT * FROM timers._due(10)")
     assert "Seq Scan on timers " not in due + " ", due
     assert conn.execute("SELECT count(*) FROM timers._due(100)").fetchone() == (3,)
