@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from pgtimers.cli.main import main
+from pgtimers.cli.entry import main
 
 sys.exit(main())

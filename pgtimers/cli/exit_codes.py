@@ -9,11 +9,13 @@ class ExitCode(enum.IntEnum):
     """What a command's exit status means."""
 
     OK = 0
-    FAILED = 1  # `pgtimers run NAME`: the run failed
+    # `pgtimers run NAME`: the run failed; `pgtimers run`: it served no database for
+    # PGTIMERS_GIVE_UP_AFTER seconds (its supervisor should start it again)
+    FAILED = 1
     BAD_INPUT = 2  # bad input or a database error; the error is on stderr
 
 
 EPILOG = (
     f"exit codes: {ExitCode.OK.value} ok, {ExitCode.FAILED.value} a failed run,"
-    f" {ExitCode.BAD_INPUT.value} bad input (the error on stderr)"
+    f" (or a runner that gave up), {ExitCode.BAD_INPUT.value} bad input (the error on stderr)"
 )

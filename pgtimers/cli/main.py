@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import psycopg
 
 from pgtimers import __version__
-from pgtimers.cli import admin, calendar_import, keyed, run
+from pgtimers.cli import admin, calendar_import, early_signals, keyed, run
 from pgtimers.cli.commands import add_command
 from pgtimers.cli.dsn import resolve_dsn
 from pgtimers.cli.exit_codes import EPILOG, ExitCode
@@ -57,6 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.func is not run.main or args.name:
+        early_signals.uninstall()  # only the runner turns a stop signal into exit 0
     try:
         code: int = args.func(args)
     except psycopg.Error as exc:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
-from pgtimers.cli import admin, run_config
+from pgtimers.cli import admin, early_signals, run_config
 from pgtimers.cli.commands import Subparsers
 from pgtimers.cli.dsn import given_dsns, resolve_dsn
 from pgtimers.cli.exit_codes import ExitCode
@@ -36,7 +36,11 @@ running and another timer is due (none with --workers 1, which runs one timer
 at a time). N comes from --workers, else `workers` in --config, else
 PGTIMERS_WORKERS, else 2 (1 to 64).
 
-SIGTERM or SIGINT: stop claiming, let running runs finish, exit {ExitCode.OK.value}.
+SIGTERM or SIGINT: stop claiming, let running runs finish, exit {ExitCode.OK.value}
+(at any moment, start-up included). A runner that could serve no database for
+PGTIMERS_GIVE_UP_AFTER seconds (default 300; 0: never) exits {ExitCode.FAILED.value}, so
+that its supervisor starts it again. Under systemd (Type=notify) it says when it
+is ready and feeds WatchdogSec= while every database's loop shows life.
 """
 
 EPILOG = """\
@@ -126,6 +130,9 @@ def main(args: argparse.Namespace) -> int:
         print(f"pgtimers run: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     dsns = list(config.dsns) or [_embedded()]
+    if early_signals.received():
+        log.event(logging.INFO, "stopped", note="a stop signal came while starting")
+        return ExitCode.OK
     # the runner (asyncpg) and the HTTP API (aiohttp) load only for `pgtimers run`
     from pgtimers.runner.service import RunnerOptions
 
@@ -174,6 +181,8 @@ async def _run(
 
     runner = Runner(options)
     runner.install_signal_handlers()
+    if early_signals.received():
+        runner.stop()  # it came before the runner's own handlers
     server = None
     if http:
         from pgtimers.http.server import start_http
@@ -191,7 +200,7 @@ async def _run(
     finally:
         if server is not None:
             await server.close()
-    return ExitCode.OK
+    return ExitCode.FAILED if runner.gave_up else ExitCode.OK
 
 
 def _run_now(args: argparse.Namespace) -> int:

@@ -4,9 +4,9 @@ zone, prune old runs, and watch the server's clock against the runner's own."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import asyncpg
@@ -14,6 +14,7 @@ import asyncpg
 from pgtimers.runner import log
 from pgtimers.runner.queries import query
 
+STANDBY_LOOK_EVERY = 1.0  # seconds: a standby's promotion is seen this soon
 CLOCK_JUMP = 2.0  # seconds the server's clock may drift from ours before it counts as set
 
 
@@ -25,9 +26,12 @@ class Fetches(Protocol):
 
 
 async def wait_for_primary(
-    control: asyncpg.Connection, database: str, stopping: asyncio.Event
+    control: asyncpg.Connection,
+    database: str,
+    stopping: asyncio.Event,
+    pause: Callable[[float], Awaitable[None]],
 ) -> None:
-    """On a standby nothing runs; look every 5 s until it is promoted (or stopping)."""
+    """On a standby nothing runs; look every second until it is promoted (or stopping)."""
     said = False
     while await control.fetchval(query("in_recovery")):
         if not said:
@@ -35,8 +39,7 @@ async def wait_for_primary(
                 logging.INFO, "standby", database=database, note="runs nothing until promoted"
             )
             said = True
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(stopping.wait(), 5.0)
+        await pause(STANDBY_LOOK_EVERY)
         if stopping.is_set():
             return
     if said:

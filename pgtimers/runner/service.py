@@ -1,6 +1,7 @@
 """The runner: serves one or more databases (or every database of a server that has
 the schema) until SIGTERM/SIGINT, then stops claiming, lets running runs finish,
-and returns."""
+and returns; under systemd it says so (Type=notify) and feeds the watchdog while
+every database's loop shows life."""
 
 from __future__ import annotations
 
@@ -10,17 +11,25 @@ import logging
 import os
 import signal
 import socket
+import time
 import uuid
 from dataclasses import dataclass, field
 
 import asyncpg
 
-from pgtimers.runner import log
+from pgtimers.runner import log, systemd
 from pgtimers.runner.database import DatabaseRunner, Serving
 from pgtimers.runner.discovery import installed_databases
 
 # --all-databases: a database installed later is served within a minute
 DISCOVER_EVERY = float(os.environ.get("PGTIMERS_DISCOVER_EVERY", "30"))
+# A runner that serves no database for this long exits 1, so that its supervisor starts
+# it again (and says so); 0 waits for ever.
+GIVE_UP_AFTER = float(os.environ.get("PGTIMERS_GIVE_UP_AFTER", "300"))
+# A database's loop that showed no life for half of WatchdogSec (at least this long) is
+# wedged: the watchdog is not fed, and systemd restarts the runner.
+WEDGED_AFTER_MIN = 3.0
+MONITOR_EVERY = 1.0
 
 
 @dataclass
@@ -45,6 +54,8 @@ class Runner:
         self.serving: dict[str, DatabaseRunner] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._signals = 0
+        self._discovered_at: float | None = None  # last discovery that worked
+        self.gave_up = False
 
     def stop(self) -> None:
         """Stop claiming; running runs finish, then run() returns."""
@@ -77,15 +88,73 @@ class Runner:
                 task.cancel()
 
     async def run(self) -> None:
-        """Serve until stopped, then wait for the running runs to finish."""
-        if self.options.all_databases:
-            await self._discover_forever()
-        else:
-            for dsn in self.options.dsns:
-                self._serve(dsn, leave_when_not_installed=False)
-            await self.stopping.wait()
-        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        """Serve until stopped (or given up: gave_up), then wait for the running runs
+        to finish."""
+        systemd.notify("READY=1")
+        monitor = asyncio.create_task(self._monitor())
+        try:
+            if self.options.all_databases:
+                await self._discover_forever()
+            else:
+                for dsn in self.options.dsns:
+                    self._serve(dsn, leave_when_not_installed=False)
+                await self.stopping.wait()
+        finally:
+            systemd.notify("STOPPING=1")
+            await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+            monitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await monitor
         log.event(logging.INFO, "stopped", runner=self.options.runner_id)
+
+    async def _monitor(self) -> None:
+        """Every second: the status line, the watchdog (while no loop is wedged), and
+        giving up when no database has been served for GIVE_UP_AFTER seconds."""
+        interval = systemd.watchdog_interval()
+        wedged_after = max(interval or 0.0, WEDGED_AFTER_MIN)
+        fed_at = healthy_at = time.monotonic()
+        status = ""
+        while not self.stopping.is_set():
+            now = time.monotonic()
+            serving = [db for db in self.serving.values() if db.serving]
+            waiting = any(db.waiting_for_schema for db in self.serving.values())
+            if serving or waiting or self._nothing_to_serve(now):
+                healthy_at = now
+            elif GIVE_UP_AFTER and now - healthy_at > GIVE_UP_AFTER:
+                self._give_up(now - healthy_at)
+                return
+            line = f"serving {len(serving)} of {len(self.serving)} database(s)"
+            if line != status:
+                systemd.notify(f"STATUS={line}")
+                status = line
+            wedged = [
+                db
+                for db in self.serving.values()
+                if not db.gone and now - db.progress > wedged_after
+            ]
+            if interval is not None and not wedged and now - fed_at >= interval:
+                systemd.notify("WATCHDOG=1")
+                fed_at = now
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), MONITOR_EVERY)
+
+    def _nothing_to_serve(self, now: float) -> bool:
+        """--all-databases with none installed (found by a discovery that worked): waiting,
+        not failing."""
+        live = [db for db in self.serving.values() if not db.gone]
+        recent = self._discovered_at is not None and now - self._discovered_at < 2 * DISCOVER_EVERY
+        return self.options.all_databases and not live and recent
+
+    def _give_up(self, seconds: float) -> None:
+        log.event(
+            logging.ERROR,
+            "giving_up",
+            runner=self.options.runner_id,
+            note=f"no database served for {seconds:.0f}s; exiting 1 so that the supervisor"
+            " starts the runner again (PGTIMERS_GIVE_UP_AFTER)",
+        )
+        self.gave_up = True
+        self.stop()
 
     def _serve(self, dsn: str, leave_when_not_installed: bool) -> DatabaseRunner:
         serving = Serving(
@@ -120,6 +189,7 @@ class Runner:
         ) as exc:
             log.event(logging.WARNING, "discovery_failed", error=str(exc))
             return
+        self._discovered_at = time.monotonic()
         for dsn in found:
             task = self._tasks.get(dsn)
             if task is None or task.done():
