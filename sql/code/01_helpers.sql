@@ -128,6 +128,22 @@ CREATE OR REPLACE FUNCTION timers._cut(p_text text) RETURNS text
                     ELSE left(p_text, 8000) || format(' … [cut: %s characters in all]', length(p_text)) END
     $$;
 
+-- A time given as an argument (start_at, owed_at, ...) is a finite one of the years 1 to
+-- 9999, which every schedule can step from and every answer can write: else 22008
+-- naming the argument. NULL passes (the caller decides whether it may be NULL).
+CREATE OR REPLACE FUNCTION timers._check_time(p_what text, p_at timestamptz) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF p_at IS NOT NULL AND (NOT isfinite(p_at) OR p_at < '0001-01-02 00:00+00'
+                             OR p_at >= '9999-12-31 00:00+00') THEN
+        RAISE EXCEPTION 'bad %: %; give a time between the years 1 and 9999', p_what, p_at
+            USING ERRCODE = '22008';
+    END IF;
+END
+$$;
+
 -- ---------------------------------------------------------------------------
 -- Rights
 -- ---------------------------------------------------------------------------
@@ -144,7 +160,8 @@ REVOKE ALL ON FUNCTION
     timers._read_only_view(),
     timers._quoted(text,integer),
     timers._refuse_in_block(text,text,text),
-    timers._cut(text)
+    timers._cut(text),
+    timers._check_time(text,timestamp with time zone)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._utc_offset(timestamp with time zone,text),
@@ -158,7 +175,8 @@ GRANT EXECUTE ON FUNCTION
     timers._ms(interval),
     timers._skip_rows_cap(),
     timers._in_transaction_block_message(),
-    timers._quoted(text,integer)
+    timers._quoted(text,integer),
+    timers._check_time(text,timestamp with time zone)
     TO PUBLIC;
 GRANT EXECUTE ON FUNCTION
     timers._refuse_in_block(text,text,text)

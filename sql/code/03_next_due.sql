@@ -449,6 +449,7 @@ BEGIN
     IF v_t IS NULL THEN
         RAISE EXCEPTION 'after must not be NULL' USING ERRCODE = '22023';
     END IF;
+    PERFORM timers._check_time('after', v_t);
     v_zone := timers._check_zone(coalesce(next_runs.timezone,
                                           (SELECT s.value FROM timers.settings s WHERE s.key = 'timezone'),
                                           'UTC'));

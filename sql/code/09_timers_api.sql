@@ -81,6 +81,8 @@ BEGIN
         RAISE EXCEPTION 'bad catch_up %: use ''skip'' (the default: missed due times are counted, not run), ''latest'' (one run for all of them) or ''all'' (each one, in order)', timers._quoted(p_catch_up)
             USING ERRCODE = '22023';
     END IF;
+    PERFORM timers._check_time('start_at', p_start_at);
+    PERFORM timers._check_time('end_at', p_end_at);
     IF p_start_at IS NOT NULL AND p_end_at IS NOT NULL AND p_end_at <= p_start_at THEN
         RAISE EXCEPTION 'end_at % is not after start_at %', p_end_at, p_start_at USING ERRCODE = '22023';
     END IF;

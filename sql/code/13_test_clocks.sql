@@ -29,6 +29,7 @@ BEGIN
     IF p_at IS NULL THEN
         RAISE EXCEPTION 'frozen_at must be a time, not NULL' USING ERRCODE = '22004';
     END IF;
+    PERFORM timers._check_time('frozen_at', p_at);
     IF EXISTS (SELECT 1 FROM timers.test_clocks WHERE lower(name) = lower(p_name) COLLATE "default") THEN
         RAISE EXCEPTION 'test clock ''%'' exists already', p_name USING ERRCODE = '42710';
     END IF;
@@ -76,6 +77,7 @@ BEGIN
     IF NOT FOUND THEN
         PERFORM timers._no_such_test_clock(p_name);
     END IF;
+    PERFORM timers._check_time('"to"', p_to);
     IF p_to IS NULL OR p_to < c.now THEN
         RAISE EXCEPTION 'test_clock_backward: test clock ''%'' is at %, and % is before it; a test clock only moves forward',
             p_name, timers._iso(c.now), coalesce(timers._iso(p_to), 'NULL')

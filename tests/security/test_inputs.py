@@ -210,6 +210,23 @@ BAD_OPTIONS: list[tuple[str, list[object], str, str]] = [
     ("timeout => %s::interval", ["25 hours"], "22023", "bad timeout"),
     ("enabled => %s", [None], "22004", "not NULL"),
     ("locked => %s", [None], "22004", "not NULL"),
+    ("max_runs => %s", [-(2**63)], "22023", "bad max_runs"),
+    ("timeout => %s::interval", ["-1 second"], "22023", "bad timeout"),
+    ("timeout => %s::interval", ["178000000 years"], "22023", "bad timeout"),
+    ("start_at => %s::timestamptz", ["infinity"], "22008", "bad start_at"),
+    ("start_at => %s::timestamptz", ["-infinity"], "22008", "bad start_at"),
+    ("start_at => %s::timestamptz", ["294276-12-31"], "22008", "bad start_at"),
+    ("start_at => %s::timestamptz", ["4713-01-01 BC"], "22008", "bad start_at"),
+    ("end_at => %s::timestamptz", ["infinity"], "22008", "bad end_at"),
+    ("end_at => %s::timestamptz", ["200000-01-01"], "22008", "bad end_at"),
+]
+
+EXTREME_TIMES = ["infinity", "-infinity", "294276-12-31", "4713-01-01 BC", "10000-01-01"]
+TIME_ARGUMENTS = [
+    ("owed_at", "SELECT timers.arm('j:task:report:1', %s::timestamptz, 'SELECT 1')"),
+    ("late_at", "SELECT timers.arm('j:task:report:2', now(), 'SELECT 1', late_at => %s)"),
+    ("after", "SELECT timers.next_runs('daily 16:00', 3, %s)"),
+    ("frozen_at", "SELECT timers.create_test_clock('far', %s)"),
 ]
 
 
@@ -218,6 +235,12 @@ def test_bad_options_are_refused_cleanly(db: Database) -> None:
     for options, params, sqlstate, words in BAD_OPTIONS:
         call = f"SELECT timers.save('t1', 'daily 02:00', 'SELECT 1', {options})"
         wrong += _all_refused_cleanly(db, call, [(params, sqlstate, words)])
+    assert wrong == [], "\n".join(wrong)
+
+
+@pytest.mark.parametrize(("what", "call"), TIME_ARGUMENTS, ids=[a for a, _ in TIME_ARGUMENTS])
+def test_extreme_times_are_refused_naming_the_argument(db: Database, what: str, call: str) -> None:
+    wrong = _all_refused_cleanly(db, call, [([t], "22008", f"bad {what}") for t in EXTREME_TIMES])
     assert wrong == [], "\n".join(wrong)
 
 
