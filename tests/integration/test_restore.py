@@ -17,6 +17,7 @@ import psycopg
 import pytest
 from psycopg import sql as pgsql
 
+from pgtimers.schema.install import upgrade
 from tests.conftest import Database, Server
 from tests.security.helpers import Runner, connect, fresh_role
 
@@ -81,6 +82,8 @@ def test_a_dump_restored_into_another_cluster_runs_its_timers(
             su.execute("CREATE DATABASE restored")
         target = Database(other_cluster, "restored")
         _run(_bin("pg_restore"), "--exit-on-error", "-d", target.dsn, str(dump))
+        # the step docs/operations.md gives after a restore: nothing to change
+        assert upgrade(target.dsn).summary().endswith("up to date, nothing changed")
 
         with db.connect() as a, target.connect() as b:
             oid = "SELECT oid FROM pg_roles WHERE rolname = %s"
