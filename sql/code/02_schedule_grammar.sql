@@ -412,6 +412,66 @@ BEGIN
 END
 $$;
 
+-- A schedule written as pg_cron takes it, without a pgtimers keyword (w: its words):
+-- a bare 5-field cron -> 'cron M H DoM Mon DoW', pg_cron's 'N seconds' (1 to 59) ->
+-- 'every Ns'. What is near but not either gets the reason (PT001) and what to write.
+CREATE OR REPLACE FUNCTION timers._pg_cron_form(w text[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_nw   integer := coalesce(cardinality(w), 0);
+    v_unit text := lower(coalesce(w[2], ''));
+    v_n    bigint;
+BEGIN
+    IF v_nw = 2 AND w[1] ~ '^[0-9]{1,9}$' AND v_unit !~ '^[0-9*]' THEN
+        v_n := w[1]::bigint;
+        IF v_unit IN ('second', 'seconds') THEN
+            IF v_n BETWEEN 1 AND 59 THEN
+                RETURN format('every %ss', v_n);
+            END IF;
+            PERFORM timers._schedule_fail(format(
+                '"N seconds" takes 1 to 59 seconds, as in pg_cron%s',
+                CASE WHEN v_n BETWEEN 60 AND 86400 THEN format('; did you mean "every %ss"?', v_n) ELSE '' END));
+        ELSIF v_unit IN ('minute', 'minutes', 'min', 'mins', 'hour', 'hours', 'hr', 'hrs') THEN
+            PERFORM timers._schedule_fail(format('did you mean "every %s%s"?', v_n, left(v_unit, 1)));
+        END IF;
+        PERFORM timers._schedule_fail(format(
+            '''%s'' is not a unit; an interval is written "every %ss", "every %sm" or "every %sh"',
+            w[2], v_n, v_n, v_n));
+    END IF;
+    IF v_nw = 1 AND lower(w[1]) ~ '^[0-9]{1,9}[smhd]$' THEN
+        PERFORM timers._schedule_fail(format('did you mean "every %s" (or "in %s" for one run)?',
+                                             lower(w[1]), lower(w[1])));
+    END IF;
+    IF v_nw = 6 THEN
+        PERFORM timers._schedule_fail(
+            'a cron schedule has 5 fields (minute hour day-of-month month day-of-week), not 6: '
+            'there is no seconds or year field; for a run every N seconds write "every Ns"');
+    END IF;
+    IF v_nw <> 5 THEN
+        PERFORM timers._schedule_fail(format(
+            'a cron schedule has 5 fields (minute hour day-of-month month day-of-week), got %s', v_nw));
+    END IF;
+    PERFORM timers._refuse_last_day(w[3]);
+    RETURN 'cron ' || array_to_string(w, ' ');
+END
+$$;
+
+-- pg_cron's '$' (the last day of the month) in a day-of-month field: refused, naming it.
+CREATE OR REPLACE FUNCTION timers._refuse_last_day(dom text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF strpos(coalesce(dom, ''), '$') > 0 THEN
+        PERFORM timers._schedule_fail(
+            '''$'' (pg_cron''s last day of the month) is not supported; use day of month 28-31 '
+            'with a check in the SQL that tomorrow is the 1st');
+    END IF;
+END
+$$;
+
 -- Validate and normalize a schedule. Returns the spec (see docs/schedules.md):
 -- always "kind" and "schedule" (the text to store), plus what _next_due needs.
 -- Errors: SQLSTATE 22023, 'bad "<first word>" schedule ''<text>''[: reason]; use a schedule like ...'.
@@ -465,7 +525,18 @@ BEGIN
             IF v_nw <> 3 OR w[2] ~ '^[0-9:,]+$' THEN PERFORM timers._schedule_fail(); END IF;
             v_spec := jsonb_build_object('kind', 'trading', 'calendar', w[2]) || timers._times_spec(w[3]);
         ELSIF v_first = 'cron' THEN
+            PERFORM timers._refuse_last_day(w[4]);
             v_spec := timers._parse_cron(array_to_string(w[2:], ' '));
+        ELSIF v_first ~ '^[0-9*]' THEN
+            -- pg_cron's habits (a bare cron, 'N seconds'), stored in the pgtimers form
+            v_word := CASE WHEN v_nw = 1 THEN w[1]
+                           WHEN v_nw = 2 AND w[2] !~ '^[0-9*]' THEN lower(w[2])
+                           ELSE 'cron' END;
+            w := string_to_array(timers._pg_cron_form(w), ' ');
+            v_word := w[1];
+            v_spec := CASE WHEN w[1] = 'every' THEN timers._parse_every(w[2])
+                           ELSE timers._parse_cron(array_to_string(w[2:], ' ')) END
+                      || jsonb_build_object('schedule', array_to_string(w, ' '));
         ELSIF v_first LIKE '@%' AND v_nw = 1 THEN
             v_spec := timers._parse_cron(w[1]);
         ELSIF v_first = 'once' THEN
@@ -519,6 +590,8 @@ REVOKE ALL ON FUNCTION
     timers._once_spec(timestamp with time zone,text),
     timers._parse_once(text,text),
     timers._parse_in(text,text,timestamp with time zone),
+    timers._pg_cron_form(text[]),
+    timers._refuse_last_day(text),
     timers._parse_schedule(text,text,timestamp with time zone)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
@@ -537,5 +610,7 @@ GRANT EXECUTE ON FUNCTION
     timers._once_spec(timestamp with time zone,text),
     timers._parse_once(text,text),
     timers._parse_in(text,text,timestamp with time zone),
+    timers._pg_cron_form(text[]),
+    timers._refuse_last_day(text),
     timers._parse_schedule(text,text,timestamp with time zone)
     TO pgtimers_reader, pgtimers_runner;
