@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import psycopg
 
 from pgtimers import __version__
-from pgtimers.cli import admin, calendar_import, early_signals, keyed, run
+from pgtimers.cli import admin, calendar_import, early_signals, keyed, pg_cron_import, run
 from pgtimers.cli.commands import add_command
 from pgtimers.cli.dsn import resolve_dsn
 from pgtimers.cli.exit_codes import EPILOG, ExitCode
@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     admin.add_parsers(sub)
     keyed.add_parser(sub)
     calendar_import.add_parser(sub)
+    pg_cron_import.add_parser(sub)
     run.add_parser(sub)
     return parser
 

@@ -106,6 +106,7 @@ def test_help_lists_every_command_with_examples() -> None:
         "history",
         "next",
         "calendar",
+        "import-pg-cron",
     ):
         assert f"    {command}" in result.stdout
         sub = subprocess.run(

@@ -291,6 +291,8 @@ PUBLIC_ROUTINES = {
     "drop_policy(text)",
     "enable(text,boolean)",
     "hold(text,text)",
+    "import_pg_cron(boolean)",
+    "import_pg_cron_jobs(jsonb,boolean,text)",
     "is_trading_day(text,date)",
     "keep_data_for(regclass,interval,text)",
     "list_keyed(text,text,text)",

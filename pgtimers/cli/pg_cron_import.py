@@ -1,0 +1,136 @@
+"""`pgtimers import-pg-cron`: pg_cron's jobs (cron.job) as timers, through
+timers.import_pg_cron (or timers.import_pg_cron_jobs, when pg_cron keeps its jobs in
+another database). Without --apply nothing changes: the table says what would be done."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from pgtimers.cli import dsn
+from pgtimers.cli.commands import Subparsers, add_command
+from pgtimers.cli.exit_codes import ExitCode
+from pgtimers.cli.format import table
+from pgtimers.queries import beside
+
+query = beside(__file__, "pg_cron_import.sql")
+COLUMNS = ("jobid", "jobname", "timer", "schedule", "action", "reason")
+HELP = "turn pg_cron's jobs into timers (a dry run unless --apply)"
+EPILOG = """\
+Each job of pg_cron's table cron.job becomes a timer: its schedule (a bare cron
+or "N seconds" as pg_cron writes it), its command as the SQL, its username as the
+role the timer runs as, active as on/off, its jobname (else pg_cron_<jobid>) as the
+name. A job that cannot be imported is listed with the reason and left alone.
+
+pg_cron keeps its jobs in one database (its setting cron.database_name). To import
+the jobs that run in another database, install pgtimers there and read the jobs
+from pg_cron's database with --cron-dsn. pg_cron keeps running its jobs: unschedule
+each one (SELECT cron.unschedule(jobid)) once its timer is saved.
+
+exit codes: 0 every job imported (or would be), 2 a job cannot be, or an error
+
+examples:
+  pgtimers import-pg-cron --dsn postgresql://localhost/postgres
+  pgtimers import-pg-cron --dsn postgresql://localhost/app \\
+      --cron-dsn postgresql://localhost/postgres --apply"""
+
+
+def add_parser(sub: Subparsers) -> None:
+    """Add the `import-pg-cron` subcommand."""
+    p = add_command(sub, "import-pg-cron", HELP, "pgtimers import-pg-cron --apply")
+    p.epilog = EPILOG
+    p.add_argument(
+        "--cron-dsn",
+        metavar="DSN",
+        help="the database where pg_cron keeps its jobs (default: the --dsn database)",
+    )
+    p.add_argument("--apply", action="store_true", help="import (default: only show what would be)")
+    p.add_argument("--json", action="store_true", help="one JSON object per job, in a list")
+    p.set_defaults(func=cmd_import)
+
+
+class NoPgCron(LookupError):
+    """The --cron-dsn database has no pg_cron; the message says which."""
+
+
+def read_jobs(cron_dsn: str) -> tuple[Any, str | None]:
+    """The cron.job rows (a JSON list) of pg_cron's database and its cron.timezone."""
+    with psycopg.connect(cron_dsn, autocommit=True) as conn:
+        try:
+            row = conn.execute(query("cron_jobs")).fetchone()
+        except psycopg.errors.UndefinedTable:
+            raise NoPgCron(
+                f"pg_cron is not installed in database {conn.info.dbname} (--cron-dsn):"
+                " there is no table cron.job"
+            ) from None
+    assert row is not None
+    return row[0], row[1]
+
+
+def import_jobs(
+    conn: psycopg.Connection, cron_dsn: str | None, apply: bool
+) -> list[dict[str, Any]]:
+    """The import's rows, one per job; with `apply` the timers are saved."""
+    if cron_dsn is None:
+        cursor = conn.execute(query("import_here"), {"dry_run": not apply})
+    else:
+        jobs, zone = read_jobs(cron_dsn)
+        params = {"jobs": Jsonb(jobs), "dry_run": not apply, "timezone": zone}
+        cursor = conn.execute(query("import_jobs"), params)
+    return [dict(zip(COLUMNS, row, strict=True)) for row in cursor]
+
+
+def summary(rows: list[dict[str, Any]], apply: bool) -> str:
+    """The closing lines: the counts, and what to do next."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["action"]] = counts.get(r["action"], 0) + 1
+    text = ", ".join(f"{n} {action}" for action, n in counts.items()) or "no jobs in cron.job"
+    if not apply and counts.get("would import"):
+        return f"{text}\ndry run: nothing changed; run again with --apply to import"
+    if counts.get("imported"):
+        return (
+            f"{text}\npg_cron still runs these jobs: unschedule each imported one"
+            " (SELECT cron.unschedule(jobid)) so that it does not run twice"
+        )
+    return text
+
+
+def report(rows: list[dict[str, Any]], apply: bool) -> str:
+    """A table of the jobs, then each reason in full, then the summary."""
+    if not rows:
+        return summary(rows, apply)
+    shown = COLUMNS[:-1]
+    lines = [table(shown, [[r[c] for c in shown] for r in rows]), ""]
+    notes = [f"  job {r['jobid']} ({r['timer']}): {r['reason']}" for r in rows if r["reason"]]
+    if notes:
+        lines += ["why:", *notes, ""]
+    return "\n".join([*lines, summary(rows, apply)])
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Import (or, without --apply, preview) pg_cron's jobs as timers."""
+    try:
+        with psycopg.connect(dsn.resolve_dsn(args.dsn), autocommit=True) as conn:
+            rows = import_jobs(conn, args.cron_dsn, args.apply)
+    except NoPgCron as exc:
+        print(f"pgtimers: {exc}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    except psycopg.errors.InvalidSchemaName:
+        print(
+            "pgtimers: pgtimers is not installed in the --dsn database: pgtimers install --dsn …",
+            file=sys.stderr,
+        )
+        return ExitCode.BAD_INPUT
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(report(rows, args.apply))
+    if any(r["action"] == "cannot import" for r in rows):
+        return ExitCode.BAD_INPUT
+    return ExitCode.OK

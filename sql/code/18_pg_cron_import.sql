@@ -1,0 +1,225 @@
+-- pgtimers code: importing pg_cron's jobs (cron.job rows) as timers.
+--
+-- Repeatable: applied whole on every install and upgrade, after the versioned
+-- migrations (docs/design.md). Each object here is defined in this file only.
+--
+-- The import functions are SECURITY INVOKER: each job is saved by timers.save with
+-- the job's username as the role in effect (SET ROLE for that one save, as a person
+-- would do by hand), so a job becomes a timer of that role only when the caller may
+-- act as it. No right is lent.
+
+-- The reason of a schedule error, without the list of valid forms it ends with.
+CREATE OR REPLACE FUNCTION timers._pg_cron_reason(message text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+        SELECT pg_catalog.split_part(message, '; use a schedule like ', 1)
+    $$;
+
+-- Why job j (a cron.job row as jsonb) cannot be a timer here, else NULL: it runs in
+-- another database, on another host or port, or as a role that is not there or may
+-- not save timers.
+CREATE OR REPLACE FUNCTION timers._pg_cron_cannot(j jsonb) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_db   text := coalesce(j->>'database', current_database());
+    v_node text := coalesce(j->>'nodename', 'localhost');
+    v_port text := j->>'nodeport';
+BEGIN
+    IF v_db <> current_database() THEN
+        RETURN format('the job runs in database %s: import it into that database (pgtimers import-pg-cron '
+                      '--dsn <database %s> --cron-dsn <this database>)', quote_ident(v_db), v_db);
+    END IF;
+    IF NOT (v_node IN ('', 'localhost', '127.0.0.1', '::1') OR v_node LIKE '/%') THEN
+        RETURN format('the job runs on host %s, not on this server: import it there', v_node);
+    END IF;
+    IF v_port IS NOT NULL AND v_port <> current_setting('port') THEN
+        RETURN format('the job runs on port %s, and this server listens on %s: import it there',
+                      v_port, current_setting('port'));
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = j->>'username') THEN
+        RETURN format('the job''s role %s does not exist', quote_ident(j->>'username'));
+    END IF;
+    IF NOT pg_has_role(j->>'username', 'pgtimers_admin', 'MEMBER') THEN
+        RETURN format('the job''s role %s may not save timers: it needs the role pgtimers_admin '
+                      '(GRANT pgtimers_admin TO %s;)', quote_ident(j->>'username'), quote_ident(j->>'username'));
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+-- The jobs as timers: jobs is a JSON array of cron.job rows (to_jsonb of each: jobid,
+-- schedule, command, nodename, nodeport, database, username, active, jobname), as read
+-- from the database where pg_cron keeps them. Each row says what became (or with
+-- dry_run, would become) of one job; a job that cannot be imported is left out with its
+-- reason, and the others are imported all the same.
+CREATE OR REPLACE FUNCTION timers.import_pg_cron_jobs(jobs jsonb, dry_run boolean DEFAULT true,
+                                                      timezone text DEFAULT NULL)
+    RETURNS TABLE (jobid bigint, jobname text, timer text, schedule text, action text, reason text)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    j        jsonb;
+    v_zone   text;
+    v_role   text := current_setting('role');
+    v_taken  jsonb := '{}';
+    v_user   text;
+    v_active boolean;
+    v_sql    text;
+    v_note   text;
+    s        record;
+BEGIN
+    IF NOT pg_has_role(current_user, 'pgtimers_admin', 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to import pg_cron''s jobs: it needs the role pgtimers_admin, and role "%" is not a member', current_user
+            USING ERRCODE = '42501',
+                  HINT = 'An administrator can run: GRANT pgtimers_admin TO ' || quote_ident(current_user) || ';';
+    END IF;
+    IF dry_run IS NULL THEN
+        RAISE EXCEPTION 'dry_run must be true or false, not NULL' USING ERRCODE = '22004';
+    END IF;
+    IF jsonb_typeof(jobs) IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'jobs must be a JSON array of cron.job rows, not %', coalesce(jsonb_typeof(jobs), 'NULL')
+            USING ERRCODE = '22023',
+                  HINT = 'In the database of pg_cron: SELECT jsonb_agg(to_jsonb(j) ORDER BY jobid) FROM cron.job j;';
+    END IF;
+    -- pg_cron reads its schedules in cron.timezone (GMT unless set)
+    v_zone := timers._check_zone(coalesce(import_pg_cron_jobs.timezone, current_setting('cron.timezone', true), 'GMT'));
+    IF upper(v_zone) IN ('GMT', 'UTC', 'ETC/GMT', 'ETC/UTC', 'Z', 'ZULU', 'UCT') THEN
+        v_zone := 'UTC';
+    END IF;
+    FOR j IN SELECT e FROM jsonb_array_elements(jobs) e LOOP
+        IF jsonb_typeof(j) <> 'object' OR coalesce(j->>'jobid', '') !~ '^[0-9]{1,18}$' THEN
+            RAISE EXCEPTION 'each job must be a cron.job row with a jobid, not %', left(j::text, 200)
+                USING ERRCODE = '22023';
+        END IF;
+        jobid := (j->>'jobid')::bigint;
+        jobname := j->>'jobname';
+        timer := coalesce(nullif(jobname, ''), 'pg_cron_' || jobid);
+        schedule := NULL;
+        action := 'cannot import';
+        reason := NULL;
+        v_note := NULL;
+        v_user := coalesce(j->>'username', current_user);
+        j := j || jsonb_build_object('username', v_user);
+        v_active := coalesce((j->>'active')::boolean, true);
+        v_sql := j->>'command';
+        IF timer !~ '^[A-Za-z0-9_-]{1,64}$' THEN
+            v_note := format('named %s: the jobname is not a timer name (1 to 64 letters, digits, "_" and "-")',
+                             left(regexp_replace(timer, '[^A-Za-z0-9_-]+', '_', 'g'), 64));
+            timer := left(regexp_replace(timer, '[^A-Za-z0-9_-]+', '_', 'g'), 64);
+        END IF;
+        reason := timers._pg_cron_cannot(j);
+        IF reason IS NULL THEN
+            BEGIN
+                schedule := timers._parse_schedule(j->>'schedule', v_zone, now())->>'schedule';
+            EXCEPTION WHEN invalid_parameter_value THEN
+                reason := CASE WHEN lower(btrim(coalesce(j->>'schedule', ''))) IN ('@reboot', '@restart')
+                               THEN 'pgtimers has no @reboot: a timer runs at set times, not when the server starts'
+                               ELSE timers._pg_cron_reason(SQLERRM) END;
+            END;
+        END IF;
+        IF reason IS NULL AND v_taken ? lower(timer) THEN
+            reason := format('job %s of this import takes the name %s already: save this one by hand under another name',
+                             v_taken->>lower(timer), timer);
+        END IF;
+        IF reason IS NULL THEN
+            v_taken := v_taken || jsonb_build_object(lower(timer), jobid);
+            SELECT st.name, st.schedule, st.sql, st.enabled, st.created_by INTO s
+              FROM timers.status st WHERE lower(st.name) = lower(timer);
+            IF FOUND AND s.schedule = schedule AND s.sql = v_sql AND s.enabled = v_active AND s.created_by = v_user THEN
+                action := 'already imported';
+                timer := s.name;
+            ELSIF FOUND THEN
+                reason := format('a timer named %s already exists (with another schedule, SQL, state or owner): '
+                                 'delete it first, or save this job by hand under another name', s.name);
+            ELSE
+                BEGIN
+                    IF v_user <> current_user THEN
+                        BEGIN
+                            PERFORM set_config('role', v_user, true);
+                        EXCEPTION WHEN insufficient_privilege THEN
+                            RAISE EXCEPTION 'role "%" cannot act as the job''s role "%"', current_user, v_user
+                                USING ERRCODE = '42501',
+                                      HINT = format('Run the import as %s, or GRANT %s TO %s.',
+                                                    quote_ident(v_user), quote_ident(v_user), quote_ident(current_user));
+                        END;
+                    END IF;
+                    PERFORM timers.save(timer, schedule, v_sql, enabled => v_active, timezone => v_zone);
+                    PERFORM set_config('role', v_role, true);
+                    IF dry_run THEN
+                        -- undo the save: this block's subtransaction rolls back
+                        RAISE EXCEPTION USING ERRCODE = 'PTDRY', MESSAGE = 'dry run';
+                    END IF;
+                    action := 'imported';
+                EXCEPTION
+                    WHEN SQLSTATE 'PTDRY' THEN
+                        action := 'would import';
+                    WHEN OTHERS THEN
+                        GET STACKED DIAGNOSTICS reason = MESSAGE_TEXT, v_note = PG_EXCEPTION_HINT;
+                        reason := timers._pg_cron_reason(reason) || coalesce(' (' || nullif(v_note, '') || ')', '');
+                        v_note := NULL;
+                END;
+            END IF;
+        END IF;
+        IF reason IS NULL THEN
+            reason := v_note;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION timers.import_pg_cron_jobs(jsonb, boolean, text) IS
+    'Import pg_cron jobs given as a JSON array of cron.job rows as timers (dry_run, the default: only report). One row per job: jobid, jobname, timer, schedule, action (would import, imported, already imported, cannot import), reason. Needs pgtimers_admin.';
+
+-- The jobs of pg_cron installed in this database, as timers (see import_pg_cron_jobs).
+CREATE OR REPLACE FUNCTION timers.import_pg_cron(dry_run boolean DEFAULT true)
+    RETURNS TABLE (jobid bigint, jobname text, timer text, schedule text, action text, reason text)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_jobs jsonb;
+    v_table regclass := to_regclass('cron.job');
+BEGIN
+    IF NOT pg_has_role(current_user, 'pgtimers_admin', 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to import pg_cron''s jobs: it needs the role pgtimers_admin, and role "%" is not a member', current_user
+            USING ERRCODE = '42501',
+                  HINT = 'An administrator can run: GRANT pgtimers_admin TO ' || quote_ident(current_user) || ';';
+    END IF;
+    IF v_table IS NULL THEN
+        RAISE EXCEPTION 'pg_cron is not installed in database %: there is no table cron.job', current_database()
+            USING ERRCODE = '42P01',
+                  HINT = 'pg_cron keeps its jobs in one database of the server (its setting cron.database_name, '
+                         'often postgres): run the import there, or read them from there with '
+                         'pgtimers import-pg-cron --cron-dsn.';
+    END IF;
+    -- row-level security of pg_cron: a role that is not a superuser sees its own jobs only
+    EXECUTE format('SELECT coalesce(jsonb_agg(to_jsonb(j) ORDER BY j.jobid), ''[]'') FROM %s j', v_table)
+        INTO v_jobs;
+    RETURN QUERY SELECT * FROM timers.import_pg_cron_jobs(v_jobs, import_pg_cron.dry_run);
+END
+$$;
+
+COMMENT ON FUNCTION timers.import_pg_cron(boolean) IS
+    'Import the jobs of pg_cron installed in this database (cron.job) as timers (dry_run, the default: only report). One row per job: jobid, jobname, timer, schedule, action, reason. Needs pgtimers_admin.';
+
+-- ---------------------------------------------------------------------------
+-- Rights
+-- ---------------------------------------------------------------------------
+REVOKE ALL ON FUNCTION
+    timers._pg_cron_reason(text),
+    timers._pg_cron_cannot(jsonb),
+    timers.import_pg_cron_jobs(jsonb,boolean,text),
+    timers.import_pg_cron(boolean)
+    FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
+GRANT EXECUTE ON FUNCTION
+    timers.import_pg_cron_jobs(jsonb,boolean,text),
+    timers.import_pg_cron(boolean)
+    TO PUBLIC;
+GRANT EXECUTE ON FUNCTION
+    timers._pg_cron_reason(text),
+    timers._pg_cron_cannot(jsonb)
+    TO pgtimers_admin;
