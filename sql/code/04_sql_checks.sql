@@ -793,6 +793,13 @@ DECLARE
     msg text;
     state text;
 BEGIN
+    IF pg_catalog.pg_my_temp_schema() = 0 THEN
+        -- The session's temporary schema is made here, outside the probe's
+        -- subtransaction: made inside it, it would be made and rolled back on every
+        -- call, and each time the server drops every cached plan of the session.
+        EXECUTE create_probe || quote_literal('SELECT 1');
+        EXECUTE drop_probe;
+    END IF;
     BEGIN
         -- quote_literal, never a dollar quote: the SQL may contain any tag. The probe
         -- is never kept: the sentinel rolls its creation back (cheaper than a DROP).

@@ -154,22 +154,32 @@ BEGIN
     timezone := p_timer->>'timezone';
     catch_up := p_timer->>'catch_up';
     test_clock := p_timer->>'test_clock';
-    FOREACH v_key IN ARRAY ARRAY['enabled', 'locked', 'start_at', 'end_at', 'max_runs', 'timeout'] LOOP
-        v_value := p_timer->>v_key;
-        BEGIN
-            CASE v_key
-            WHEN 'enabled' THEN enabled := coalesce(v_value::boolean, true);
-            WHEN 'locked' THEN locked := coalesce(v_value::boolean, false);
-            WHEN 'start_at' THEN start_at := v_value::timestamptz;
-            WHEN 'end_at' THEN end_at := v_value::timestamptz;
-            WHEN 'max_runs' THEN max_runs := v_value::bigint;
-            WHEN 'timeout' THEN timeout := v_value::interval;
-            END CASE;
-        EXCEPTION WHEN data_exception THEN
-            RAISE EXCEPTION 'bad %: % (%)', v_key, timers._quoted(v_value), SQLERRM
-                USING ERRCODE = '22023';
-        END;
-    END LOOP;
+    -- All casts in one block (one subtransaction, not one per option); only a bad
+    -- value pays for finding which option it is.
+    BEGIN
+        enabled := coalesce((p_timer->>'enabled')::boolean, true);
+        locked := coalesce((p_timer->>'locked')::boolean, false);
+        start_at := (p_timer->>'start_at')::timestamptz;
+        end_at := (p_timer->>'end_at')::timestamptz;
+        max_runs := (p_timer->>'max_runs')::bigint;
+        timeout := (p_timer->>'timeout')::interval;
+    EXCEPTION WHEN data_exception THEN
+        FOREACH v_key IN ARRAY ARRAY['enabled', 'locked', 'start_at', 'end_at', 'max_runs', 'timeout'] LOOP
+            v_value := p_timer->>v_key;
+            BEGIN
+                CASE v_key
+                WHEN 'enabled', 'locked' THEN PERFORM v_value::boolean;
+                WHEN 'start_at', 'end_at' THEN PERFORM v_value::timestamptz;
+                WHEN 'max_runs' THEN PERFORM v_value::bigint;
+                WHEN 'timeout' THEN PERFORM v_value::interval;
+                END CASE;
+            EXCEPTION WHEN data_exception THEN
+                RAISE EXCEPTION 'bad %: % (%)', v_key, timers._quoted(v_value), SQLERRM
+                    USING ERRCODE = '22023';
+            END;
+        END LOOP;
+        RAISE;
+    END;
     IF p_timer ? 'enabled' AND p_timer->'enabled' = 'null' OR p_timer ? 'locked' AND p_timer->'locked' = 'null' THEN
         RAISE EXCEPTION 'enabled and locked must be true or false, not NULL' USING ERRCODE = '22004';
     END IF;
@@ -189,6 +199,7 @@ DECLARE
     v_zone text;
     v_spec jsonb;
     v_now timestamptz;
+    v_next timestamptz;
     v_row timers.timers;
 BEGIN
     a := timers._timer_args(p_timer);
@@ -209,11 +220,23 @@ BEGIN
     IF v_old.id IS NOT NULL THEN
         PERFORM timers._refuse_locked(v_old, 'changed');
     END IF;
+    -- Planned before it is written, from what _plan reads (a saved timer starts
+    -- again: not expired, no runs counted), so the row is written once.
+    v_row.enabled := a.enabled;
+    v_row.expired := false;
+    v_row.max_runs := a.max_runs;
+    v_row.scheduled_runs := 0;
+    v_row.spec := v_spec;
+    v_row.zone := timers._zone(v_zone);
+    v_row.start_at := a.start_at;
+    v_row.end_at := a.end_at;
+    v_next := timers._plan(v_row, v_now);
     INSERT INTO timers.timers AS t (name, schedule, spec, sql, enabled, timezone, catch_up, start_at,
-                                    end_at, max_runs, timeout, locked, test_clock, owner, executor, zone)
+                                    end_at, max_runs, timeout, locked, test_clock, owner, executor, zone,
+                                    next_due_at, expired)
     VALUES (a.name, v_spec->>'schedule', v_spec, a.sql, a.enabled, v_zone, a.catch_up, a.start_at,
             a.end_at, a.max_runs, a.timeout, a.locked, a.test_clock, p_owner, p_executor,
-            timers._zone(v_zone))
+            v_row.zone, v_next, v_next IS NULL AND a.enabled)
     ON CONFLICT ((lower(name))) DO UPDATE
         SET name = EXCLUDED.name, schedule = EXCLUDED.schedule, spec = EXCLUDED.spec,
             sql = EXCLUDED.sql, enabled = EXCLUDED.enabled, timezone = EXCLUDED.timezone,
@@ -221,12 +244,8 @@ BEGIN
             max_runs = EXCLUDED.max_runs, timeout = EXCLUDED.timeout, locked = EXCLUDED.locked,
             test_clock = EXCLUDED.test_clock, owner = EXCLUDED.owner,
             executor = EXCLUDED.executor, zone = EXCLUDED.zone, updated_at = now(),
-            expired = false, scheduled_runs = 0
+            expired = EXCLUDED.expired, scheduled_runs = 0, next_due_at = EXCLUDED.next_due_at
     RETURNING t.* INTO v_row;
-    v_row.next_due_at := timers._plan(v_row, v_now);
-    UPDATE timers.timers
-       SET next_due_at = v_row.next_due_at, expired = (v_row.next_due_at IS NULL AND v_row.enabled)
-     WHERE id = v_row.id;
 
     PERFORM timers._audit(p_owner, 'save', v_row.name, jsonb_build_object(
         'created', v_old.id IS NULL, 'schedule', v_row.schedule, 'sql', a.sql,
@@ -266,21 +285,23 @@ BEGIN
             RAISE EXCEPTION 'save_many takes at most 100000 timers a call, not %', jsonb_array_length(p_timers)
                 USING ERRCODE = '54000';
         END IF;
-        FOR v_timer IN SELECT e FROM jsonb_array_elements(p_timers) e LOOP
-            i := i + 1;
-            BEGIN
+        -- One block around the loop, not one per timer: the first error ends the call
+        -- anyway, and a subtransaction per timer would cost more than the save.
+        BEGIN
+            FOR v_timer IN SELECT e FROM jsonb_array_elements(p_timers) e LOOP
+                i := i + 1;
                 v_names := v_names || timers._save_one(p_owner, v_executor, v_timer);
-            EXCEPTION WHEN OTHERS THEN
-                -- which one: the message as timers.save gives it, after "timer <i>: "
-                GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT,
-                                        v_hint = PG_EXCEPTION_HINT;
-                IF v_hint IS NULL THEN
-                    RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = format('timer %s: %s', i, v_message);
-                END IF;
-                RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = format('timer %s: %s', i, v_message),
-                                      HINT = v_hint;
-            END;
-        END LOOP;
+            END LOOP;
+        EXCEPTION WHEN OTHERS THEN
+            -- which one: the message as timers.save gives it, after "timer <i>: "
+            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT,
+                                    v_hint = PG_EXCEPTION_HINT;
+            IF v_hint IS NULL THEN
+                RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = format('timer %s: %s', i, v_message);
+            END IF;
+            RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = format('timer %s: %s', i, v_message),
+                                  HINT = v_hint;
+        END;
     ELSE
         v_names := ARRAY[timers._save_one(p_owner, v_executor, p_timers)];
     END IF;
