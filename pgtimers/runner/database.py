@@ -415,8 +415,8 @@ class DatabaseRunner:
             self._recheck.set()
             return False
         log.run_result(self.database, result)
-        if burst:
-            self._recheck.set()
+        # the burst worker goes back to waiting, where it fires again while all others
+        # run; the control session is asked only when a claim finds nothing (above)
         return not burst
 
 

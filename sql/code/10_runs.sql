@@ -28,15 +28,17 @@ CREATE OR REPLACE FUNCTION timers._due(p_limit integer)
         LIMIT p_limit
     $$;
 
--- When the runner must look next: the earliest due time on the server's
--- clock, or now when a test-clock timer or a run-now request is waiting;
--- leaving out timers being run now (their advisory lock is in pg_locks), so
--- that a long run does not keep the runner awake.
+-- When the runner must look next (db_now, wake_at) and the first due time still
+-- ahead (next_at): the earliest due or owed time on the server's clock, or now when
+-- a test-clock timer, a keyed timer on one or a run-now request is waiting. Each part
+-- reads one index entry. PL/pgSQL, not SQL: its plan is made once per session and
+-- kept (a SQL function's is made again on every call, which cost more than running it).
 CREATE OR REPLACE FUNCTION timers._next_wake(
     OUT db_now timestamptz, OUT wake_at timestamptz, OUT next_at timestamptz)
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
+BEGIN
         SELECT clock_timestamp(),
             least(
                 (SELECT t.next_due_at FROM timers.timers t
@@ -62,7 +64,9 @@ CREATE OR REPLACE FUNCTION timers._next_wake(
                 (SELECT k.owed_at FROM timers.keyed_timers k
                   WHERE k.status = 'armed' AND k.test_clock IS NULL AND k.owed_at > now()
                   ORDER BY k.owed_at, k.place, k.key LIMIT 1))
-    $$;
+          INTO db_now, wake_at, next_at;
+END
+$$;
 
 -- Record a skip event of a timer (its row locked by the caller): the due times
 -- from p_first to p_last, p_count of them (p_dues lists them when few). Counts
