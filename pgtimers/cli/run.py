@@ -19,6 +19,7 @@ from pgtimers.http.settings import HttpConfigError, HttpSettings, parse_addr
 from pgtimers.runner import log
 
 if TYPE_CHECKING:
+    from pgtimers.http.server import HttpServer
     from pgtimers.runner.service import RunnerOptions
 
 HELP = f"""\
@@ -159,7 +160,8 @@ def _http_settings(config: RunConfig, anonymous: bool | None) -> HttpSettings | 
     if not config.http:
         return None
     parse_addr(config.http)
-    return HttpSettings.from_config(config.extra, allow_anonymous_loopback=anonymous)
+    settings = HttpSettings.from_config(config.extra, allow_anonymous_loopback=anonymous)
+    return settings.with_run_token()
 
 
 def _embedded() -> str:
@@ -194,13 +196,31 @@ async def _run(
         except HttpConfigError as exc:
             print(f"pgtimers run: {exc}", file=sys.stderr)
             return ExitCode.BAD_INPUT
-        log.event(logging.INFO, "http_serving", url=server.url)
+        _say_http(server, http_settings)
     try:
         await runner.run()
     finally:
         if server is not None:
             await server.close()
     return ExitCode.FAILED if runner.gave_up else ExitCode.OK
+
+
+def _say_http(server: HttpServer, settings: HttpSettings | None) -> None:
+    """Log where the HTTP API listens; with a token made for this run, print the one
+    line with it that a person opens (the token is written nowhere else)."""
+    generated = settings is not None and settings.token_generated
+    log.event(
+        logging.INFO,
+        "http_serving",
+        url=server.url,
+        token="generated" if generated else None,
+    )
+    if generated and settings is not None and settings.token is not None:
+        print(
+            f"pgtimers: console: {server.console_url(settings.token)}\n"
+            "  (a token made for this run; the API takes it as Authorization: Bearer <token>)",
+            flush=True,
+        )
 
 
 def _run_now(args: argparse.Namespace) -> int:

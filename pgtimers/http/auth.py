@@ -81,6 +81,11 @@ def authenticate(request: web.Request, settings: HttpSettings, anonymous_ok: boo
             token = value.strip()
             if settings.token and hmac.compare_digest(token.encode(), settings.token.encode()):
                 return Caller("token")
+            if settings.token_generated:
+                raise _unauthorized(
+                    "bad token: pgtimers run makes a new one each time it starts; "
+                    "open the console link it printed last"
+                )
             raise _unauthorized("bad token")
         if scheme.lower() == "basic":
             return _basic(value)

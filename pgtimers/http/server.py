@@ -12,6 +12,7 @@ import asyncio
 import ipaddress
 import logging
 from pathlib import Path
+from urllib.parse import urlencode
 
 from aiohttp import web
 
@@ -43,6 +44,14 @@ SECURITY_HEADERS = {
 GUARD = web.AppKey("guard", HeadGuard)
 
 
+def console_link(host: str, port: int, token: str) -> str:
+    """`http://HOST:PORT/?token=…`; a wildcard listening address (0.0.0.0, ::) is shown
+    as the loopback one, which it serves too."""
+    shown = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    shown = f"[{shown}]" if ":" in shown else shown
+    return f"http://{shown}:{port}/?{urlencode({'token': token})}"
+
+
 class HttpServer:
     """A running HTTP server; `close()` stops it and its database pools."""
 
@@ -65,6 +74,10 @@ class HttpServer:
         """Where it listens, as http://HOST:PORT."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
+
+    def console_url(self, token: str) -> str:
+        """The console's address with `?token=`, for a person to open."""
+        return console_link(self.host, self.port, token)
 
     async def close(self) -> None:
         """Stop listening, finish the open requests, close the database pools."""

@@ -1,12 +1,14 @@
-"""Settings of the HTTP API: where it listens, the token, anonymous loopback access,
-and the limits on connections that are slow to send a request."""
+"""Settings of the HTTP API: where it listens, the token (set, or made for one run of
+`pgtimers run`), anonymous loopback access, and the limits on connections that are slow
+to send a request."""
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 TOKEN_ENV = "PGTIMERS_HTTP_TOKEN"
@@ -30,6 +32,8 @@ class HttpSettings:
 
     # Bearer token with the rights of the server's own connection role (the runner's DSN).
     token: str | None = None
+    # True when `token` was made for this run (none was set): the runner prints it once.
+    token_generated: bool = False
     # No credentials needed at all: only when listening on a loopback address.
     allow_anonymous_loopback: bool = False
     # A larger request body is a 413.
@@ -87,6 +91,13 @@ class HttpSettings:
             header_timeout_seconds=float(timeout),
             max_header_connections=limit,
         )
+
+    def with_run_token(self) -> HttpSettings:
+        """These settings, with a random token made for this run when none is set and
+        anonymous access is off, so that the one who started the runner can get in."""
+        if self.token is not None or self.allow_anonymous_loopback:
+            return self
+        return replace(self, token=secrets.token_urlsafe(32), token_generated=True)
 
 
 def parse_addr(addr: str) -> tuple[str, int]:

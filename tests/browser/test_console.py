@@ -110,3 +110,18 @@ def test_no_console_without_credentials(page: Any, console: str) -> None:
     page.click("#signin-form button[type=submit]")
     page.locator("#message.error", has_text="bad token").wait_for()
     assert page.locator("#signin").is_visible()
+
+
+def test_token_link_signs_in(page: Any, console: str) -> None:
+    """The link pgtimers run prints (`/?token=…`) signs the tab in and leaves the
+    address bar without the token; a wrong one shows the sign-in form."""
+    page.goto(console + "?token=" + TOKEN + "#top")
+    page.locator("#who", has_text="as token").wait_for()
+    assert page.url == console + "#top"
+    assert page.evaluate("sessionStorage.getItem('pgtimers.auth')") == "Bearer " + TOKEN
+    assert page.locator("#list").is_visible() and not page.locator("#signin").is_visible()
+    page.evaluate("sessionStorage.clear()")
+    page.goto(console + "?token=not-the-token-of-this-run")
+    page.locator("#message.error", has_text="bad token").wait_for()
+    assert page.locator("#signin").is_visible()
+    assert "token" not in page.url

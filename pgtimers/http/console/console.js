@@ -14,6 +14,23 @@ const state = {
   busy: new Set(), // timers with a Run now waiting
 };
 
+// `/?token=…`, the link pgtimers run prints: keep the token for this tab (session
+// storage, which is this origin's alone: a cookie would go to every port of the host)
+// and take it out of the address bar and the tab's history at once.
+(function takeTokenFromAddress() {
+  const params = new URLSearchParams(location.search);
+  const token = params.get("token");
+  if (token === null) return;
+  params.delete("token");
+  const rest = params.toString();
+  history.replaceState(null, "", location.pathname + (rest ? "?" + rest : "") + location.hash);
+  if (!token) return;
+  state.auth = "Bearer " + token;
+  state.who = "token";
+  sessionStorage.setItem(AUTH_KEY, state.auth);
+  sessionStorage.setItem("pgtimers.who", state.who);
+})();
+
 const $ = (sel) => document.querySelector(sel);
 // a form's own input by name (form.name would be the form's name attribute)
 const field = (form, name) => form.elements.namedItem(name);
