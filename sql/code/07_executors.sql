@@ -137,8 +137,29 @@ BEGIN
 END
 $$;
 
+-- Rows this transaction has inserted, updated and deleted in tables outside pgtimers'
+-- schema and the catalogs, from the server's own counters of the transaction (they
+-- count the rows a procedure or a DO block wrote, which no row count reports).
+CREATE OR REPLACE FUNCTION timers._rows_written() RETURNS bigint
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    RETURN (SELECT coalesce(sum(pg_catalog.pg_stat_get_xact_tuples_inserted(c.oid)
+                                + pg_catalog.pg_stat_get_xact_tuples_updated(c.oid)
+                                + pg_catalog.pg_stat_get_xact_tuples_deleted(c.oid)), 0)::bigint
+              FROM pg_catalog.pg_class c
+             WHERE c.relkind = 'r'
+               AND c.relnamespace <> ALL (ARRAY['pg_catalog'::regnamespace, 'information_schema'::regnamespace,
+                                                'timers'::regnamespace]::oid[]));
+END
+$$;
+
 -- Run a timer's saved SQL as its owner (the runner's path), through the owner's
--- executor; returns the row count of its last statement. SECURITY DEFINER: the
+-- executor; returns its rows: the row count of its last statement (rows inserted,
+-- updated, deleted or returned), or, when that is 0 (a CALL, a DO block), the rows
+-- the run wrote (timers._rows_written: in the runner's transaction nothing but
+-- pgtimers' own tables is written before the run). SECURITY DEFINER: the
 -- runner's role reaches the executors only through this function. Nothing between
 -- the executor's return and timers._restore_session may look a name up.
 CREATE OR REPLACE FUNCTION timers._exec_as(p_owner name, p_sql text) RETURNS bigint
@@ -159,6 +180,9 @@ BEGIN
     v_call := format('SELECT timers_exec.%I($1)', v_fn);
     EXECUTE v_call INTO v_rows USING p_sql;
     PERFORM timers._restore_session(v_settings, v_prepared);
+    IF coalesce(v_rows, 0) = 0 THEN
+        v_rows := timers._rows_written();
+    END IF;
     RETURN v_rows;
 END
 $$;
@@ -343,6 +367,7 @@ $$;
 -- Rights
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION
+    timers._rows_written(),
     timers._executor_of(name),
     timers._ensure_executor(name),
     timers._hand_over(text,name),

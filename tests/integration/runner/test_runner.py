@@ -174,6 +174,37 @@ def test_run_now_end_to_end(
     ).fetchall() == [("pgt_alice", "pgt_alice", "run", "now")]
 
 
+@pytest.mark.parametrize(
+    ("sql", "rows"),
+    [
+        ("CALL public.refresh_totals()", 3),  # 2 inserted + 1 updated
+        ("DO $$ BEGIN INSERT INTO public.totals VALUES ('x', 1); END $$", 1),
+        ("DELETE FROM public.totals; UPDATE public.totals SET n = n WHERE false", 1),
+        ("SELECT * FROM generate_series(1, 4)", 4),  # what it returned
+        ("SELECT 1 WHERE false", 0),
+    ],
+    ids=["call", "do", "last-counts-none", "select", "nothing"],
+)
+def test_rows_of_a_run_count_what_a_procedure_wrote(
+    db: Database, conn: psycopg.Connection, start_runner: StartRunner, sql: str, rows: int
+) -> None:
+    conn.execute("CREATE TABLE public.totals (k text PRIMARY KEY, n int)")
+    conn.execute("INSERT INTO public.totals VALUES ('a', 1)")
+    conn.execute(
+        "CREATE PROCEDURE public.refresh_totals() LANGUAGE sql AS $$"
+        " INSERT INTO public.totals VALUES ('b', 2), ('c', 3);"
+        " UPDATE public.totals SET n = n + 1 WHERE k = 'a' $$"
+    )
+    conn.execute("GRANT ALL ON public.totals TO pgt_alice")
+    conn.execute("GRANT EXECUTE ON PROCEDURE public.refresh_totals() TO pgt_alice")
+    save(conn, "totals", "daily 02:00", sql, enabled=False)
+    start_runner()
+    result = scalar(conn, "CALL timers.run('totals')")
+    assert (result["ok"], result["error"], result["rows"]) == (True, "", rows)
+    assert status(conn, "totals")["last_rows"] == rows
+    assert [r["rows"] for r in history(conn, "totals")] == [rows]
+
+
 def test_run_now_reports_a_failure_and_refuses_a_running_timer(
     db: Database, conn: psycopg.Connection, start_runner: StartRunner
 ) -> None:
