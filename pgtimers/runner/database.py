@@ -11,7 +11,6 @@ import logging
 import os
 import socket
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -21,21 +20,16 @@ from pgtimers.runner import log
 from pgtimers.runner.connect import PoolingError, check_own_session, close, connect
 from pgtimers.runner.control import prune, set_timezone, wait_for_primary, watch_clock
 from pgtimers.runner.queries import query
+from pgtimers.runner.serving import HEALTHY, LOOK_EVERY, Backoff, Serving
+from pgtimers.runner.work import WorkerPool
 from pgtimers.runner.worker import Worker, is_connection_error
 
-LOOK_EVERY = 1.0  # seconds: the runner looks at least this often
 # While what is due is held by someone else (a run of another runner, a long change),
 # claims that found nothing are tried again this often, and at once when a NOTIFY or a
 # new due time comes: a held row is picked up soon after it is let go.
 RETRY_HELD = 0.25
 HEARTBEAT_EVERY = 1.0  # seen_at: downtime starts when the last runner was last seen
 PRUNE_EVERY = 600.0
-# Reconnecting: at once, then after 0.25 s, then every 0.5 s, so that a runner serves
-# again within a second of the server taking connections. A control session that served
-# for HEALTHY seconds ends an outage: the next one starts from "at once" again (and is
-# logged), while one that fails as soon as it serves backs off.
-RETRY_STEPS = (0.0, 0.25, 0.5)
-HEALTHY = 1.0
 # An error that is not the connection's (a bug, a broken schema): tried again this often.
 RETRY_FAULT = 5.0
 NOT_INSTALLED_RETRY = 30.0
@@ -49,37 +43,7 @@ class NotInstalled(Exception):
     """The database has no pgtimers schema (or one without the runner's functions)."""
 
 
-@dataclass
-class Serving:
-    """How one database is served."""
-
-    dsn: str
-    workers: int
-    runner_id: str
-    timezone: str | None = None
-    # with --all-databases: stop serving when the schema is gone instead of waiting for it
-    leave_when_not_installed: bool = False
-
-
-class Backoff:
-    """Waits between tries: RETRY_STEPS, the last repeated; from the start after a while
-    of health."""
-
-    def __init__(self) -> None:
-        self.tries = 0
-
-    def next_wait(self) -> float:
-        """The wait before the next try."""
-        wait = RETRY_STEPS[min(self.tries, len(RETRY_STEPS) - 1)]
-        self.tries += 1
-        return wait
-
-    def healthy(self) -> None:
-        """It worked: the next outage starts from the first step."""
-        self.tries = 0
-
-
-class DatabaseRunner:
+class DatabaseRunner(WorkerPool):
     """Runs the due timers of one database until `stopping` is set."""
 
     def __init__(self, serving: Serving, stopping: asyncio.Event) -> None:
@@ -244,10 +208,6 @@ class DatabaseRunner:
             other_runners=started.get("other_runners"),
         )
 
-    def _burst(self) -> int:
-        # --workers 1 runs one timer at a time; otherwise one more while all are busy
-        return 0 if self.s.workers == 1 else 1
-
     # --------------------------------------------------------------- control
     def _on_notify(self, *_: Any) -> None:
         self._notified = True
@@ -297,127 +257,6 @@ class DatabaseRunner:
                 await prune(control, self.database)
                 prune_at = mono
             await _wait_any(self._recheck, self.stopping, timeout=delay)
-
-    # --------------------------------------------------------------- workers
-    async def _signal_work(self) -> None:
-        async with self._work:
-            self._has_work = True
-            self._work.notify_all()
-
-    async def _wait_for_work(self, burst: bool) -> bool:
-        """Until there is work for this worker (or stopping: False). Without a control
-        session (lost, or being made again) the workers look by themselves every second."""
-
-        def ready() -> bool:
-            return (
-                self._leaving
-                or self.stopping.is_set()
-                or (self._has_work and (not burst or self._running >= self.s.workers))
-            )
-
-        async with self._work:
-            if not self.started.is_set():
-                # nothing runs before the first registration has applied the downtime rules
-                await self._work.wait_for(lambda: self.started.is_set() or self._leaving)
-            if self.serving or burst:
-                await self._work.wait_for(ready)
-            else:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._work.wait_for(ready), LOOK_EVERY)
-            if self._leaving or self.stopping.is_set():
-                return False
-            if not burst:
-                self._running += 1
-                self._work.notify_all()
-            return True
-
-    async def _work_loop(self, worker: Worker, burst: bool) -> None:
-        """Take work while there is some; the burst worker only while all others run.
-
-        A base worker whose fire ran something fires again at once, without waiting for
-        the control session: so the keyed timers of a clock (one fire at a time, each its
-        own transaction) fire back to back. It goes back to waiting when a claim finds
-        nothing (or its run raised). A lost connection is this worker's alone: it logs
-        once, makes it again (at once, then every half second) and goes on."""
-        again = False
-        backoff = Backoff()
-        lost = False
-        try:
-            while not self.stopping.is_set() and not self._leaving:
-                if not again and not await self._wait_for_work(burst):
-                    return
-                if again and not burst:
-                    async with self._work:
-                        self._running += 1
-                try:
-                    worker.database = self.database
-                    result = await worker.run_one()
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # a worker never ends by an error
-                    again = False
-                    lost = await self._worker_failed(worker, exc, backoff, lost)
-                    continue
-                finally:
-                    if not burst:
-                        async with self._work:
-                            self._running -= 1
-                            self._work.notify_all()
-                if lost:
-                    log.event(
-                        logging.INFO, "worker_back", database=self.database, worker=worker.name
-                    )
-                    lost = False
-                backoff.healthy()
-                again = self._after_fire(result, burst)
-        finally:
-            await worker.close()
-
-    async def _worker_failed(
-        self, worker: Worker, exc: Exception, backoff: Backoff, lost: bool
-    ) -> bool:
-        """Log a worker's failure (a lost connection once), close it, wait; lost or not."""
-        if self.stopping.is_set():
-            return lost
-        await worker.close()
-        if is_connection_error(exc):
-            if not lost:
-                log.event(
-                    logging.WARNING,
-                    "worker_lost",
-                    database=self.database,
-                    worker=worker.name,
-                    error=str(exc) or type(exc).__name__,
-                )
-            await self._pause(backoff.next_wait())
-            return True
-        log.event(
-            logging.ERROR,
-            "worker_failed",
-            database=self.database,
-            worker=worker.name,
-            error_type=type(exc).__name__,
-            error=str(exc),
-        )
-        await self._pause(1.0)
-        return lost
-
-    def _after_fire(self, result: dict[str, Any] | None, burst: bool) -> bool:
-        """Note what a fire did; whether this worker fires again at once."""
-        if result is None:
-            self._has_work = False
-            self._nothing_to_claim = True
-            self._recheck.set()
-            return False
-        if not result:
-            # a run that raised (or a timer another run took): wait for the control
-            # session, not a hot loop
-            self._recheck.set()
-            return False
-        log.run_result(self.database, result)
-        # the burst worker goes back to waiting, where it fires again while all others
-        # run; the control session is asked only when a claim finds nothing (above)
-        return not burst
 
 
 async def _wait_any(*events: asyncio.Event, timeout: float) -> None:

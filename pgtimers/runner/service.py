@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from pgtimers.runner import log, systemd
-from pgtimers.runner.database import DatabaseRunner, Serving
+from pgtimers.runner.database import DatabaseRunner
 from pgtimers.runner.discovery import installed_databases
+from pgtimers.runner.serving import Serving
 
 # --all-databases: a database installed later is served within a minute
 DISCOVER_EVERY = float(os.environ.get("PGTIMERS_DISCOVER_EVERY", "30"))
