@@ -4,17 +4,25 @@ the pending versioned migrations, then the whole repeatable code (sql/code/) whe
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+from logging.config import fileConfig
 from pathlib import Path
 from typing import Any
 
 from alembic import context
 from sqlalchemy import text
 
+from pgtimers.schema import uninstall
 from pgtimers.schema.install import INSTALL_LOCK_KEY, VERSION_SCHEMA, VERSION_TABLE, engine_for
 from pgtimers.schema.paths import sql_dir
 
 config = context.config
+# The alembic command line prints what it applies when its ini file configures logging
+# (the `alembic` logger at INFO); `pgtimers install` passes no ini file and prints its own.
+if config.config_file_name is not None and config.file_config.has_section("loggers"):
+    fileConfig(config.config_file_name, disable_existing_loggers=False)
+log = logging.getLogger("alembic.env")
 
 
 def _dsn() -> str:
@@ -60,6 +68,26 @@ def _apply_code(connection: Any, revision: str) -> str | None:
     return checksum
 
 
+def _flag(name: str) -> bool:
+    value = context.get_x_argument(as_dictionary=True).get(name, "")
+    return value.lower() in ("1", "true", "yes", "on")
+
+
+def _uninstall(connection: Any) -> None:
+    """After `alembic downgrade base`: drop pgtimers as `pgtimers uninstall --yes` does
+    (-x force=1, -x cascade=1, -x keep_roles=1 as its options), or refuse, changing nothing."""
+    from alembic.util import CommandError
+
+    driver = connection.connection.driver_connection
+    planned = uninstall.plan(driver, _dsn(), keep_roles=_flag("keep_roles"))
+    how = ("-x force=1", "-x cascade=1")
+    refused = planned.refusals(_flag("force"), _flag("cascade"), how)
+    if refused:
+        raise CommandError("pgtimers uninstall refused, nothing changed: " + "; ".join(refused))
+    for line in uninstall.drop(driver, planned):
+        log.info("%s", line)
+
+
 def _head() -> str:
     from alembic.script import ScriptDirectory
 
@@ -74,8 +102,10 @@ def run_migrations_online() -> None:
     applied: list[str] = []
     report: dict[str, Any] = config.attributes.setdefault("pgtimers", {})
 
+    downgraded: list[str] = []
+
     def on_apply(*, step: Any, **_: Any) -> None:
-        applied.extend(step.up_revision_ids)
+        (applied if step.is_upgrade else downgraded).extend(step.up_revision_ids)
 
     with engine.connect() as connection:
         # Another install waits for this one; one that does not come within a minute is
@@ -98,6 +128,10 @@ def run_migrations_online() -> None:
             ).scalar()
             # The code needs every table of the head; an intermediate revision is tables only.
             code = _apply_code(connection, current) if current == _head() else None
+            if code is not None:
+                log.info("Applied the code of revision %s (sha256 %s)", current, code[:12])
+            if downgraded and current is None:
+                _uninstall(connection)
         connection.commit()
     report.update(revisions=applied, code=code, revision=current)
 

@@ -6,6 +6,8 @@ Revises: 0012
 
 from __future__ import annotations
 
+from pgtimers.schema.uninstall import only_to_base
+
 revision = "0013"
 down_revision = "0012"
 branch_labels = None
@@ -17,5 +19,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    """pgtimers migrations are forward-only."""
-    raise RuntimeError("pgtimers migrations are forward-only")
+    """Forward-only: only `alembic downgrade base` passes, and it uninstalls pgtimers."""
+    only_to_base()

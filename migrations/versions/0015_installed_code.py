@@ -7,6 +7,7 @@ Revises: 0014
 from __future__ import annotations
 
 from pgtimers.schema.migrate import apply_sql_file
+from pgtimers.schema.uninstall import only_to_base
 
 revision = "0015"
 down_revision = "0014"
@@ -20,5 +21,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    """pgtimers migrations are forward-only."""
-    raise RuntimeError("pgtimers migrations are forward-only")
+    """Forward-only: only `alembic downgrade base` passes, and it uninstalls pgtimers."""
+    only_to_base()

@@ -9,7 +9,15 @@ from collections.abc import Sequence
 import psycopg
 
 from pgtimers import __version__
-from pgtimers.cli import admin, calendar_import, early_signals, keyed, pg_cron_import, run
+from pgtimers.cli import (
+    admin,
+    calendar_import,
+    early_signals,
+    keyed,
+    pg_cron_import,
+    run,
+    uninstall,
+)
 from pgtimers.cli.commands import add_command
 from pgtimers.cli.dsn import resolve_dsn
 from pgtimers.cli.exit_codes import EPILOG, ExitCode
@@ -51,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     calendar_import.add_parser(sub)
     pg_cron_import.add_parser(sub)
     run.add_parser(sub)
+    uninstall.add_parser(sub)
     return parser
 
 

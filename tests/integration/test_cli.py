@@ -107,6 +107,7 @@ def test_help_lists_every_command_with_examples() -> None:
         "next",
         "calendar",
         "import-pg-cron",
+        "uninstall",
     ):
         assert f"    {command}" in result.stdout
         sub = subprocess.run(
