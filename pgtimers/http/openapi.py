@@ -7,6 +7,7 @@ from typing import Any
 
 from pgtimers import __version__
 from pgtimers.http.keyed import KEY_PARAMETER, KEYED_FILTERS, KEYED_TIMER
+from pgtimers.http.timers import HISTORY, WINDOW_PARAMETER
 
 INT = {"type": "integer", "format": "int64"}
 STR = {"type": "string"}
@@ -160,6 +161,17 @@ def document() -> dict[str, Any]:
                     404,
                 ),
             },
+            "/api/timers/{name}/history": {
+                "get": {
+                    "summary": "A timer's page: next due times, runs and skips, chart points, "
+                    "failures per hour, audit rows (timers.runs, timers.next_runs)",
+                    "parameters": [DB, NAME, WINDOW_PARAMETER],
+                    "responses": {
+                        "200": _json(_ref("TimerHistory"), "the timer and what happened"),
+                        **_errors(400, 401, 403, 404, 503),
+                    },
+                }
+            },
             "/api/timers/{name}/run": {
                 "post": {
                     **_post(
@@ -272,6 +284,7 @@ def document() -> dict[str, Any]:
                     },
                 },
                 "KeyedTimer": KEYED_TIMER,
+                "TimerHistory": HISTORY,
                 "SaveTimer": SAVE_BODY,
                 "RunResult": {
                     "type": "object",

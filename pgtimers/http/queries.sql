@@ -82,3 +82,80 @@ SELECT coalesce(json_agg(row_to_json(k)), '[]'::json)::text
 -- database's name, for the 404's message.
 SELECT (SELECT row_to_json(k)::text FROM timers.keyed k WHERE k.key = $1::text),
        current_database()::text
+
+-- name: timer_history
+-- GET /api/timers/{name}/history?window=: a timer's page in one statement. $1 the name,
+-- $2 the chart's window (interval). NULL when there is no such timer. The timer's status
+-- row; its next 10 due times in its zone (timers.next_runs from its next due time, as
+-- scheduled: before jitter, before end_at); its last 100 runs and skipped due times; the
+-- runs of the window (the newest 5000) as chart points [started_ms, due_ms, late_ms,
+-- took_ms, outcome, kind]; runs, failures and skips per hour of the window; whether the
+-- caller may read timers.audit (timer_audit, below). Times are Unix milliseconds.
+WITH s AS (
+    SELECT st.* FROM timers.status st WHERE lower(st.name) = lower($1::text)
+), tid AS (
+    -- the timer's own runs (a timer deleted and saved again under its name starts afresh)
+    SELECT r.timer_id FROM timers.runs r, s WHERE r.timer = s.name ORDER BY r.id DESC LIMIT 1
+), since AS (
+    SELECT now() - $2::text::interval AS at
+), runs AS (
+    SELECT r.id, r.kind, r.started_at, r.took_ms, r.late_ms, r.ok, r.rows, r.error, r.reason,
+           (extract(epoch FROM r.due_at) * 1000)::bigint AS due_ms,
+           (extract(epoch FROM r.started_at) * 1000)::bigint AS started_ms,
+           CASE WHEN r.kind = 'skipped' THEN 'skipped' WHEN r.ok THEN 'ok' ELSE 'failed' END
+               AS outcome
+      FROM timers.runs r
+     WHERE r.timer_id = (SELECT tid.timer_id FROM tid)
+), recent AS (
+    SELECT * FROM runs ORDER BY started_at DESC, id DESC LIMIT 100
+), win AS (
+    SELECT runs.* FROM runs, since WHERE runs.started_at > since.at
+     ORDER BY started_at DESC, id DESC LIMIT 5000
+), hours AS (
+    SELECT (extract(epoch FROM h) * 1000)::bigint AS hour_ms,
+           count(w.id) FILTER (WHERE w.outcome <> 'skipped') AS runs,
+           count(w.id) FILTER (WHERE w.outcome = 'failed') AS failures,
+           count(w.id) FILTER (WHERE w.outcome = 'skipped') AS skips
+      FROM since
+     CROSS JOIN generate_series(date_trunc('hour', since.at), now(), interval '1 hour') h
+      LEFT JOIN win w ON w.started_at >= h AND w.started_at < h + interval '1 hour'
+     GROUP BY h
+), nxt AS (
+    SELECT (extract(epoch FROM d) * 1000)::bigint AS due_ms
+      FROM s, timers.next_runs(
+               s.schedule, 10,
+               after => CASE WHEN s.next_run_ms > 0
+                             THEN to_timestamp((s.next_run_ms - 1) / 1000.0)
+                             ELSE greatest(now(), s.start_at - interval '1 millisecond') END,
+               timezone => s.timezone) d
+     WHERE s.enabled AND NOT s.expired AND (s.end_at IS NULL OR d < s.end_at)
+)
+SELECT json_build_object(
+           'now_ms', (extract(epoch FROM now()) * 1000)::bigint,
+           'timer', row_to_json(s),
+           'zone', s.timezone,
+           'next_ms', coalesce((SELECT json_agg(due_ms ORDER BY due_ms) FROM nxt), '[]'::json),
+           'runs', coalesce((SELECT json_agg(json_build_object(
+                        'kind', r.kind, 'due_ms', r.due_ms, 'started_ms', r.started_ms,
+                        'took_ms', r.took_ms, 'late_ms', r.late_ms, 'ok', r.ok, 'rows', r.rows,
+                        'error', r.error, 'reason', r.reason) ORDER BY r.started_at DESC, r.id DESC)
+                      FROM recent r), '[]'::json),
+           'since_ms', (SELECT (extract(epoch FROM since.at) * 1000)::bigint FROM since),
+           'points', coalesce((SELECT json_agg(json_build_array(
+                          w.started_ms, w.due_ms, w.late_ms, w.took_ms, w.outcome, w.kind)
+                        ORDER BY w.started_at, w.id)
+                      FROM win w), '[]'::json),
+           'points_cut', (SELECT count(*) = 5000 FROM win),
+           'hours', coalesce((SELECT json_agg(json_build_array(hour_ms, runs, failures, skips)
+                                ORDER BY hour_ms) FROM hours), '[]'::json),
+           'audit_readable', has_table_privilege('timers.audit', 'SELECT'))::text
+  FROM s
+
+-- name: timer_audit
+-- The timer's audit rows, newest first (run only for a caller who may read timers.audit).
+SELECT coalesce(json_agg(json_build_object(
+           'at_ms', (extract(epoch FROM a.at) * 1000)::bigint, 'actor', a.actor,
+           'session', a.session, 'action', a.action, 'detail', a.detail)
+         ORDER BY a.at DESC, a.id DESC), '[]'::json)::text
+  FROM (SELECT * FROM timers.audit au WHERE lower(au.object) = lower($1::text)
+         ORDER BY au.at DESC, au.id DESC LIMIT 50) a

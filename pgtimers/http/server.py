@@ -32,6 +32,9 @@ CONSOLE = Path(__file__).resolve().parent / "console"
 CONSOLE_FILES = {
     "index.html": "text/html",
     "console.js": "text/javascript",
+    "chart.js": "text/javascript",
+    "timer.js": "text/javascript",
+    "keyed.js": "text/javascript",
     "console.css": "text/css",
 }
 # The console is one origin's plain files: no inline script, no other site.

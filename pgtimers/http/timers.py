@@ -1,5 +1,6 @@
 """The timer routes: GET/POST /api/timers, POST /api/timers/<name>/run|enable|delete,
-and "Keep data for..." (GET /api/tables, POST /api/keep). Each runs one named
+GET /api/timers/<name>/history (a timer's page), and "Keep data for..." (GET
+/api/tables, POST /api/keep). Each runs one named
 query of queries.sql under the caller's role; PostgreSQL privileges decide."""
 
 from __future__ import annotations
@@ -9,17 +10,93 @@ import json
 from aiohttp import web
 
 from pgtimers.http.body import ENABLE_KEYS, KEEP_KEYS, SAVE_KEYS, parse_object
-from pgtimers.http.context import caller_pool, post_pool
+from pgtimers.http.context import BACKEND, caller_pool, post_pool
 from pgtimers.http.errors import HttpError, json_response
 from pgtimers.http.queries import query as _sql
 
 RUN_FIELDS = ("name", "finished", "ok", "error", "took_ms", "rows")
+# ?window= of GET /api/timers/<name>/history: how far back its charts go
+WINDOWS = {"24h": "24 hours", "7d": "7 days"}
+
+# The OpenAPI pieces of GET /api/timers/<name>/history (openapi.py puts them in).
+_INT = {"type": "integer", "format": "int64"}
+_LIST = {"type": "array", "items": _INT}
+WINDOW_PARAMETER = {
+    "name": "window",
+    "in": "query",
+    "required": False,
+    "description": "how far back the chart points and hours go",
+    "schema": {"type": "string", "enum": list(WINDOWS), "default": "24h"},
+}
+HISTORY_RUN = {
+    "type": "object",
+    "required": ["kind", "due_ms", "started_ms", "took_ms", "late_ms", "ok", "rows", "error"],
+    "properties": {
+        "kind": {"type": "string", "description": "scheduled, catch_up, run_now or skipped"},
+        "due_ms": dict(_INT, nullable=True),
+        "started_ms": _INT,
+        "took_ms": _INT,
+        "late_ms": _INT,
+        "ok": {"type": "boolean", "nullable": True, "description": "null for a skip"},
+        "rows": _INT,
+        "error": {"type": "string"},
+        "reason": {"type": "string", "description": "why the due time was skipped"},
+    },
+}
+HISTORY_FIELDS = {
+    "now_ms": _INT,
+    "timer": {"$ref": "#/components/schemas/Timer"},
+    "zone": {"type": "string", "description": "the zone its schedule is read in"},
+    "next_ms": dict(_LIST, description="its next 10 due times, as scheduled"),
+    "runs": {"type": "array", "items": HISTORY_RUN, "description": "the last 100, newest first"},
+    "since_ms": _INT,
+    "points": {
+        "type": "array",
+        "description": "every run and skip of the window, oldest first (the newest 5000): "
+        "[started_ms, due_ms, late_ms, took_ms, ok|failed|skipped, kind]",
+        "items": {"type": "array", "items": {}},
+    },
+    "points_cut": {"type": "boolean", "description": "the window had more than 5000"},
+    "hours": {
+        "type": "array",
+        "description": "each hour of the window: [hour_ms, runs, failures, skips]",
+        "items": _LIST,
+    },
+    "audit_readable": {"type": "boolean"},
+    "window": {"type": "string", "enum": list(WINDOWS)},
+    "audit": {
+        "type": "array",
+        "nullable": True,
+        "items": {"type": "object"},
+        "description": "its timers.audit rows, newest 50; null when the caller may not read them",
+    },
+}
+HISTORY = {"type": "object", "required": list(HISTORY_FIELDS), "properties": HISTORY_FIELDS}
 
 
 async def list_timers(request: web.Request) -> web.Response:
     """GET /api/timers: timers.status as the caller sees it."""
     pool = await caller_pool(request)
     return json_response(await pool.fetchval(_sql("list_timers")))
+
+
+async def timer_history(request: web.Request) -> web.Response:
+    """GET /api/timers/<name>/history[?window=24h|7d]: the timer, its next due times, its
+    last runs and skips, the window's runs as chart points, and its audit rows when the
+    caller may read timers.audit (else `"audit": null`)."""
+    window = request.query.get("window", "24h")
+    if window not in WINDOWS:
+        raise HttpError(400, f"bad window {window!r}: use one of {', '.join(WINDOWS)}")
+    pool = await caller_pool(request)
+    name = request.match_info["name"]
+    async with pool.acquire() as conn:
+        body = await conn.fetchval(_sql("timer_history"), name, WINDOWS[window])
+        if body is None:
+            database, _ = request.app[BACKEND].resolve(request.query.get("db"))
+            raise HttpError(404, f"there is no timer '{name}' in database {database}")
+        readable = json.loads(body)["audit_readable"]
+        audit = await conn.fetchval(_sql("timer_audit"), name) if readable else "null"
+    return json_response(f'{body[:-1]}, "window": "{window}", "audit": {audit}}}')
 
 
 async def save_timer(request: web.Request) -> web.Response:
@@ -82,6 +159,7 @@ def add_routes(app: web.Application) -> None:
     """Add the timer routes and the routes of "Keep data for..."."""
     app.router.add_get("/api/timers", list_timers)
     app.router.add_post("/api/timers", save_timer)
+    app.router.add_get("/api/timers/{name}/history", timer_history)
     app.router.add_post("/api/timers/{name}/run", run_timer)
     app.router.add_post("/api/timers/{name}/enable", enable_timer)
     app.router.add_post("/api/timers/{name}/delete", delete_timer)

@@ -13,7 +13,13 @@ import pytest
 
 from pgtimers.http.settings import HttpSettings
 from tests.conftest import Database
-from tests.integration.http.conftest import TOKEN, RunnerProcess, Served
+from tests.integration.http.conftest import (  # noqa: F401 (basic, basic_roles: fixtures)
+    TOKEN,
+    RunnerProcess,
+    Served,
+    basic,
+    basic_roles,
+)
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
 CHROMIUM_ARGS = [

@@ -106,19 +106,44 @@ function el(tag, text, cls) {
 
 // ---- the timers list --------------------------------------------------------
 
+// A due time this far in the past with no run: overdue (as timers.trouble says).
+const OVERDUE_MS = 60000;
+
+function rowCount(n) {
+  return n + (n === 1 ? " row" : " rows");
+}
+
+function overdueMs(t, now) {
+  if (t.running || !t.enabled || t.expired || !t.next_run_ms) return 0;
+  const late = now - t.next_run_ms;
+  return late > OVERDUE_MS ? late : 0;
+}
+
 function nextRun(t, now) {
   if (t.running) return "running now";
   if (!t.enabled) return "off";
   if (t.expired) return "expired";
   if (!t.next_run_ms) return "—";
+  const overdue = overdueMs(t, now);
+  if (overdue) return "overdue by " + span(Math.round(overdue / 1000));
   return relative(t.next_run_ms, now);
 }
 
 function result(t) {
   if (t.running) return ["running…", "running"];
   if (t.last_ok === null) return ["never ran", "never"];
-  if (t.last_ok) return ["ok · " + t.last_rows + " rows · " + t.last_took_ms + " ms", "ok"];
+  if (t.last_ok) return ["ok · " + rowCount(t.last_rows) + " · " + t.last_took_ms + " ms", "ok"];
   return ["failed", "failed"];
+}
+
+function timerHref(name, db) {
+  return "#/timer/" + encodeURIComponent(name) + (db ? "?db=" + encodeURIComponent(db) : "");
+}
+
+function timerLink(name, db) {
+  const a = el("a", name, "timer-link");
+  a.href = timerHref(name, db);
+  return a;
 }
 
 function renderList() {
@@ -130,7 +155,9 @@ function renderList() {
   for (const t of timers) {
     const tr = document.createElement("tr");
     tr.dataset.name = t.name;
-    tr.appendChild(el("td", t.name, "name"));
+    const name = el("td", null, "name");
+    name.appendChild(timerLink(t.name, state.db));
+    tr.appendChild(name);
     tr.appendChild(el("td", t.schedule, "schedule"));
     tr.appendChild(el("td", nextRun(t, now), "next"));
     tr.appendChild(el("td", t.last_run_ms ? relative(t.last_run_ms, now) : "never", "last"));
@@ -174,7 +201,7 @@ async function runNow(name) {
   try {
     const r = await api("POST", withDb("/api/timers/" + encodeURIComponent(name) + "/run"));
     if (!r.finished) say("timer " + name + " is still running; its result will show in the list", "ok");
-    else if (r.ok) say("timer " + name + " ran: ok, " + r.rows + " rows in " + r.took_ms + " ms", "ok");
+    else if (r.ok) say("timer " + name + " ran: ok, " + rowCount(r.rows) + " in " + r.took_ms + " ms", "ok");
     else say("timer " + name + " failed: " + r.error, "error");
   } catch (e) {
     say(e.message, "error");
@@ -215,18 +242,27 @@ function renderMonitor() {
   if (!state.stats) return;
   const now = state.stats.now_ms + (Date.now() - state.statsAt);
   for (const t of state.stats.timers) {
-    const li = el("li", null, t.trouble ? "trouble" : "fine");
+    // overdue now, though the Monitor's last read did not say so yet
+    const overdue = overdueMs(t, now);
+    const trouble = t.trouble || (overdue ? "overdue by " + span(Math.round(overdue / 1000)) + ": is a runner up?" : "");
+    const never = t.last_ok === null && !t.running;
+    const li = el("li", null, trouble ? "trouble" : never ? "never" : "fine");
     li.dataset.name = t.name;
     const head = el("div", null, "head");
-    head.append(el("b", t.name), el("span", " · " + t.database, "dbname"));
+    const b = el("b");
+    b.appendChild(timerLink(t.name, t.database));
+    head.append(b, el("span", " · " + t.database, "dbname"));
     li.appendChild(head);
-    li.appendChild(el("div", t.trouble || "ok", "why"));
-    const facts = [
-      "last ran " + (t.last_run_ms ? relative(t.last_run_ms, now) : "never"),
-      t.last_ok === false ? "failed" : t.last_ok ? "ok" : "not run yet",
-      (t.last_late_ms / 1000).toFixed(1) + " s late",
-      t.failures_24h + " failed in 24 h",
-    ];
+    li.appendChild(el("div", trouble || (t.running ? "running" : never ? "never ran" : "ok"), "why"));
+    const facts = never
+      ? [overdue ? "due " + span(Math.round(overdue / 1000)) + " ago, not run" : "next " + nextRun(t, now)]
+      : [
+          "last ran " + relative(t.last_run_ms, now),
+          t.last_ok === false ? "failed" : "ok · " + rowCount(t.last_rows),
+          "started " + (t.last_late_ms / 1000).toFixed(1) + " s late",
+          t.failures_24h + " failed in 24 h",
+        ];
+    if (overdue && !never) facts.unshift("overdue by " + span(Math.round(overdue / 1000)));
     li.appendChild(el("div", facts.join(" · "), "facts"));
     if (t.last_error) li.appendChild(el("div", t.last_error, "error"));
     list.appendChild(li);
@@ -320,7 +356,7 @@ async function saveKeep(event) {
 
 function showSignin(why) {
   $("#signin").hidden = false;
-  $("#list").hidden = true;
+  for (const id of ["#list", "#timer-page", "#keyed-page"]) $(id).hidden = true;
   if (why && why !== "sign in") say(why, "error");
 }
 
@@ -341,8 +377,8 @@ function signIn(event) {
   sessionStorage.setItem("pgtimers.who", state.who);
   f.reset();
   $("#signin").hidden = true;
-  $("#list").hidden = false;
   $("#message").hidden = true;
+  showView();
   refresh();
 }
 
@@ -356,13 +392,39 @@ function signOut() {
   showSignin();
 }
 
+// ---- pages: #/ (the list), #/timer/NAME?db=DB, #/keyed ------------------------
+
+function currentView() {
+  const hash = location.hash || "#/";
+  if (hash.startsWith("#/timer/")) {
+    const [path, query] = hash.slice("#/timer/".length).split("?");
+    const db = new URLSearchParams(query || "").get("db") || "";
+    return { view: "timer", name: decodeURIComponent(path), db };
+  }
+  if (hash.startsWith("#/keyed")) return { view: "keyed" };
+  return { view: "list" };
+}
+
+function showView() {
+  const v = currentView();
+  $("#list").hidden = v.view !== "list" || !$("#signin").hidden;
+  $("#timer-page").hidden = v.view !== "timer";
+  $("#keyed-page").hidden = v.view !== "keyed";
+  if (v.view !== "list") $("#new-timer").hidden = $("#keep").hidden = true;
+  if (v.view === "timer") openTimerPage(v.name, v.db || state.db);
+  return v;
+}
+
 // ---- wiring ------------------------------------------------------------------
 
 async function refresh() {
   try {
     await loadStats();
     state.db = $("#db").value || state.db;
-    await loadList();
+    const v = showView();
+    if (v.view === "timer") await loadTimerPage();
+    else if (v.view === "keyed") await loadKeyedPage();
+    else await loadList();
     $("#who").textContent = state.who ? "as " + state.who : "";
     $("#signout").hidden = !state.auth;
   } catch (e) {
@@ -386,12 +448,16 @@ function tick() {
 
 document.addEventListener("DOMContentLoaded", () => {
   $("#new-timer-open").addEventListener("click", () => {
+    if (currentView().view !== "list") location.hash = "#/";
     $("#new-timer").hidden = false;
     field($("#new-timer-form"), "name").focus();
   });
   $("#new-timer-cancel").addEventListener("click", () => ($("#new-timer").hidden = true));
   $("#new-timer-form").addEventListener("submit", saveTimer);
-  $("#keep-open").addEventListener("click", openKeep);
+  $("#keep-open").addEventListener("click", () => {
+    if (currentView().view !== "list") location.hash = "#/";
+    openKeep();
+  });
   $("#keep-cancel").addEventListener("click", () => ($("#keep").hidden = true));
   $("#keep-form").addEventListener("submit", saveKeep);
   $("#signin-form").addEventListener("submit", signIn);
@@ -399,6 +465,11 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#db").addEventListener("change", () => {
     state.db = $("#db").value;
     sessionStorage.setItem("pgtimers.db", state.db);
+    refresh();
+  });
+  window.addEventListener("hashchange", () => {
+    $("#message").hidden = true;
+    window.scrollTo(0, 0);
     refresh();
   });
   refresh();

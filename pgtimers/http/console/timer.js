@@ -1,0 +1,174 @@
+// pgtimers console: a timer's page (#/timer/NAME?db=DB): its settings, next due times,
+// charts, last runs and skips, audit rows and keyed timers. One GET of
+// /api/timers/NAME/history; keyed timers from GET /api/keyed?on=NAME.
+"use strict";
+
+const page = { name: "", db: "", window: "24h", data: null, keyed: [] };
+
+function rowsText(n) {
+  return n + (n === 1 ? " row" : " rows");
+}
+
+function runResult(r) {
+  if (r.kind === "skipped") return ["skipped", "skipped"];
+  if (r.ok === null) return ["—", "never"];
+  return r.ok ? ["ok", "ok"] : ["failed", "failed"];
+}
+
+function definition(list, term, value, cls) {
+  list.appendChild(el("dt", term));
+  const dd = el("dd", value, cls);
+  list.appendChild(dd);
+  return dd;
+}
+
+function renderSettings(d) {
+  const t = d.timer;
+  const when = zonedFormat(d.zone, { dateStyle: "medium", timeStyle: "medium" });
+  const box = $("#timer-settings");
+  box.textContent = "";
+  definition(box, "Schedule", t.schedule, "mono");
+  definition(box, "Zone", d.zone);
+  definition(box, "On", t.expired ? "expired" : t.enabled ? "on" : "off");
+  const sql = definition(box, "SQL", t.sql === null ? "hidden: only pgtimers_admin and the timer's owner see its SQL" : t.sql, t.sql === null ? "hidden" : "mono sql");
+  sql.id = "timer-sql";
+  definition(box, "Runs as", t.created_by);
+  definition(box, "Missed due times", t.catch_up);
+  if (t.start_at) definition(box, "Starts", when(Date.parse(t.start_at)));
+  if (t.end_at) definition(box, "Ends", when(Date.parse(t.end_at)));
+  if (t.max_runs) definition(box, "At most", t.max_runs + " runs");
+  if (t.locked) definition(box, "Locked", "yes: a superuser must unlock it to change it");
+  definition(box, "Counts", `${t.runs} runs · ${t.failures} failed · ${t.skipped} skipped · ${t.failures_24h} failed in 24 h`);
+  definition(box, "Saved", when(t.created_ms) + (t.updated_ms !== t.created_ms ? " · changed " + when(t.updated_ms) : ""));
+}
+
+function renderNext(d) {
+  const list = $("#timer-next");
+  list.textContent = "";
+  $("#timer-zone").textContent = d.zone;
+  const when = zonedFormat(d.zone, { weekday: "short", dateStyle: undefined, year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  if (!d.next_ms.length) list.appendChild(el("li", d.timer.enabled ? "no due times ahead" : "none: the timer is off", "muted"));
+  for (const ms of d.next_ms) {
+    const li = el("li", when(ms));
+    li.appendChild(el("span", " · " + relative(ms, d.now_ms), "muted"));
+    list.appendChild(li);
+  }
+}
+
+function renderCharts(d) {
+  const box = $("#timer-charts");
+  box.textContent = "";
+  const pts = d.points;
+  const x1 = d.now_ms;
+  const first = pts.length ? Math.min(...pts.map((p) => p[0])) : d.since_ms;
+  // the window, or from the first run in it when that is later (so a young timer's
+  // few minutes of runs are not a line at the right edge); at least a minute
+  const x0 = Math.min(x1 - 60000, Math.max(d.since_ms, first - (x1 - first) * 0.02));
+  const runs = pts.filter((p) => p[4] !== "skipped");
+  const skips = pts.length - runs.length;
+  const failed = runs.filter((p) => p[4] === "failed").length;
+  const span = d.window === "7d" ? "7 days" : "24 hours";
+  $("#timer-chart-summary").textContent = pts.length
+    ? `${runs.length} runs (${failed} failed) and ${skips} skipped in the last ${span}` + (d.points_cut ? " (the newest 5000 shown)" : "")
+    : `no runs in the last ${span}`;
+  if (!pts.length) return;
+  box.appendChild(scatterChart("late", pts, x0, x1, d.zone, (p) => p[2], "lateness per run (start − due)"));
+  box.appendChild(scatterChart("took", pts, x0, x1, d.zone, (p) => p[3], "duration per run"));
+  // per hour: over the whole window, an hour a bar
+  box.appendChild(failuresChart(d.hours, d.since_ms, x1, d.zone));
+}
+
+function renderRuns(d) {
+  const body = $("#timer-runs tbody");
+  body.textContent = "";
+  const when = zonedFormat(d.zone, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  $("#timer-runs-empty").hidden = d.runs.length > 0;
+  for (const r of d.runs) {
+    const tr = document.createElement("tr");
+    const [text, cls] = runResult(r);
+    tr.className = cls;
+    tr.appendChild(el("td", r.kind.replace("_", " "), "kind"));
+    tr.appendChild(el("td", r.due_ms ? when(r.due_ms) : "—"));
+    tr.appendChild(el("td", r.kind === "skipped" ? "—" : when(r.started_ms)));
+    tr.appendChild(el("td", r.kind === "skipped" ? "—" : durationText(r.took_ms), "num"));
+    tr.appendChild(el("td", r.kind === "skipped" ? "—" : durationText(r.late_ms), "num"));
+    tr.appendChild(el("td", r.kind === "skipped" ? "—" : String(r.rows), "num"));
+    tr.appendChild(el("td", text, "result " + cls));
+    const why = el("td", r.kind === "skipped" ? r.reason : r.error, r.kind === "skipped" ? "reason" : "error");
+    why.title = why.textContent;
+    tr.appendChild(why);
+    body.appendChild(tr);
+  }
+}
+
+function renderAudit(d) {
+  const body = $("#timer-audit tbody");
+  body.textContent = "";
+  $("#timer-audit").hidden = d.audit === null;
+  $("#timer-audit-none").textContent = d.audit === null
+    ? "Its audit rows are shown to pgtimers_admin only."
+    : d.audit.length ? "" : "No audit rows.";
+  const when = zonedFormat(d.zone, { dateStyle: "medium", timeStyle: "medium" });
+  for (const a of d.audit || []) {
+    const tr = document.createElement("tr");
+    tr.appendChild(el("td", when(a.at_ms)));
+    tr.appendChild(el("td", a.action));
+    tr.appendChild(el("td", a.actor + (a.session !== a.actor ? " (session " + a.session + ")" : "")));
+    const detail = el("td", JSON.stringify(a.detail), "mono detail");
+    detail.title = detail.textContent;
+    tr.appendChild(detail);
+    body.appendChild(tr);
+  }
+}
+
+function renderKeyedOfTimer() {
+  $("#timer-keyed-box").hidden = page.keyed.length === 0;
+  const list = $("#timer-keyed");
+  list.textContent = "";
+  for (const k of page.keyed.slice(0, 50)) {
+    list.appendChild(el("li", `${k.key} · ${k.status} · owed ${k.owed_at}`));
+  }
+}
+
+function renderTimerPage() {
+  const d = page.data;
+  if (!d) return;
+  $("#timer-title").textContent = d.timer.name;
+  $("#timer-db").textContent = "database " + d.timer.database;
+  for (const b of document.querySelectorAll("#timer-window button")) b.classList.toggle("on", b.dataset.window === page.window);
+  renderSettings(d);
+  renderNext(d);
+  renderCharts(d);
+  renderRuns(d);
+  renderAudit(d);
+  renderKeyedOfTimer();
+}
+
+async function loadTimerPage() {
+  const base = "/api/timers/" + encodeURIComponent(page.name) + "/history?window=" + page.window;
+  const q = page.db ? "&db=" + encodeURIComponent(page.db) : "";
+  page.data = await api("GET", base + q);
+  try {
+    const keyed = "/api/keyed?on=" + encodeURIComponent(page.name) + q;
+    page.keyed = await api("GET", keyed);
+  } catch (e) {
+    page.keyed = [];
+  }
+  renderTimerPage();
+}
+
+function openTimerPage(name, db) {
+  if (page.name !== name || page.db !== db) page.data = null;
+  page.name = name;
+  page.db = db;
+  $("#timer-title").textContent = name;
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  for (const b of document.querySelectorAll("#timer-window button")) {
+    b.addEventListener("click", () => {
+      page.window = b.dataset.window;
+      loadTimerPage().catch((e) => say(e.message, "error"));
+    });
+  }
+});
