@@ -1,6 +1,6 @@
 """Log lines of the runner: one line per event, key=value, easy to grep.
 
-2027-01-04T09:00:00.012Z level=warning event=run_failed timer=x database=app due=... error="..."
+ts=2027-01-04T09:00:00.012Z level=warning event=run_failed timer=x database=app due=... error="..."
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class _Formatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         when = dt.datetime.fromtimestamp(record.created, dt.timezone.utc)
         stamp = when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
-        return f"{stamp} level={record.levelname.lower()} {record.getMessage()}"
+        return f"ts={stamp} level={record.levelname.lower()} {record.getMessage()}"
 
 
 def setup(level: int = logging.INFO) -> None:
