@@ -44,6 +44,7 @@ PROBES = 10
 SPREAD_FROM = 90  # minutes from now: the first minute of day a bulk timer may use
 SPREAD = 1440 - SPREAD_FROM - 10  # minutes of the day used (none due for ~90 minutes)
 
+# the claim timers._fire makes first (a due timer on the server's clock)
 CLAIM_DUE = """
 SELECT t.id, t.next_due_at,
        (extract(epoch FROM coalesce(t.timeout, interval '10 minutes')) * 1000)::bigint AS timeout_ms
@@ -105,10 +106,13 @@ def insert_bulk(
                 SELECT m.m, p.spec, p.spec->>'schedule' AS schedule,
                        timers._next_due(p.spec, now(), 'UTC') AS next_due_at
                   FROM m, LATERAL (
-                      SELECT timers._parse_schedule({_daily("m.m")}, 'UTC', now()) AS spec) p)
-            INSERT INTO timers.timers (name, schedule, spec, sql, owner, next_due_at)
-            SELECT 'bulk_' || g, s.schedule, s.spec, 'SELECT 1', current_user, s.next_due_at
-              FROM generate_series({int(a)}, {int(b)}) g
+                      SELECT timers._parse_schedule({_daily("m.m")}, 'UTC', now()) AS spec) p),
+            e AS MATERIALIZED (SELECT timers._ensure_executor(current_user) AS fn)
+            INSERT INTO timers.timers (name, schedule, spec, sql, owner, executor, zone,
+                                       next_due_at)
+            SELECT 'bulk_' || g, s.schedule, s.spec, 'SELECT 1', current_user,
+                   e.fn, 'UTC', s.next_due_at
+              FROM generate_series({int(a)}, {int(b)}) g CROSS JOIN e
               JOIN s ON s.m = {_minute_expr("g")}
             """
         )
