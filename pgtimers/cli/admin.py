@@ -11,7 +11,7 @@ import psycopg
 
 from pgtimers.cli.commands import Subparsers, add_command, positive, with_conn
 from pgtimers.cli.exit_codes import ExitCode
-from pgtimers.cli.format import relative, result_word, table, timestamp
+from pgtimers.cli.format import plain, relative, result_word, table, timestamp
 from pgtimers.queries import beside
 
 _q = beside(__file__, "admin.sql")
@@ -74,7 +74,7 @@ def cmd_show(conn: psycopg.Connection, args: argparse.Namespace) -> int:
         shown = (
             timestamp(value)
             if key.endswith("_ms") and "late" not in key and "took" not in key
-            else value
+            else plain(value)
         )
         print(f"{key:>17}: {shown}")
     print("\nnext due times:" if upcoming else "\nnext due times: none")
@@ -152,7 +152,11 @@ def cmd_delete(conn: psycopg.Connection, args: argparse.Namespace) -> int:
 def cmd_next(conn: psycopg.Connection, args: argparse.Namespace) -> int:
     """Preview the next due times of a schedule, in its zone."""
     params = {"schedule": args.schedule, "n": args.n, "timezone": args.timezone}
-    for _, local in conn.execute(_q("timer_next"), params):
+    rows = conn.execute(_q("timer_next"), params).fetchall()
+    if args.json:
+        _print_json([{"at": at.isoformat(), "local": local} for at, local in rows])
+        return ExitCode.OK
+    for _, local in rows:
         print(local)
     return ExitCode.OK
 
@@ -242,4 +246,5 @@ def add_parsers(sub: Subparsers) -> None:
     p.add_argument("schedule")
     p.add_argument("-n", type=positive, default=5, help="how many (default 5)")
     p.add_argument("--timezone", help="zone of the wall times (default: the database's)")
+    p.add_argument("--json", action="store_true", help="print JSON: [{at, local}, …]")
     p.set_defaults(func=with_conn(cmd_next))

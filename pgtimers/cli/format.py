@@ -23,6 +23,15 @@ def relative(ms: int, now_ms: int) -> str:
     return f"in {text}" if delta > 0 else f"{text} ago"
 
 
+def plain(value: object) -> str:
+    """A value as a person reads it: yes/no for true/false, `-` for none."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
 def timestamp(ms: int) -> str:
     """Unix milliseconds as UTC ISO 8601, or `-` for 0."""
     if not ms:

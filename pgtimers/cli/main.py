@@ -71,6 +71,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         early_signals.uninstall()  # only the runner turns a stop signal into exit 0
     try:
         code: int = args.func(args)
+    except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName) as exc:
+        # a command on a database without pgtimers (or an older one)
+        print(f"pgtimers: {exc.diag.message_primary or exc}", file=sys.stderr)
+        print(
+            "hint: pgtimers is not installed in this database (or not up to date):"
+            " run pgtimers install --dsn <this database>",
+            file=sys.stderr,
+        )
+        return ExitCode.BAD_INPUT
     except psycopg.Error as exc:
         diag = exc.diag
         print(f"pgtimers: {diag.message_primary or exc}", file=sys.stderr)

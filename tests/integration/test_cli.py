@@ -91,6 +91,30 @@ def test_next_previews_in_the_zone(db: Database) -> None:
     assert all(line[:3] in {"Sun", "Mon", "Tue", "Wed", "Thu"} for line in lines)
 
 
+def test_next_as_json(db: Database) -> None:
+    result = cli(db, "next", "daily 09:30", "-n", "2", "--timezone", "Asia/Kathmandu", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert [set(r) for r in rows] == [{"at", "local"}, {"at", "local"}]
+    assert all(r["local"].endswith("09:30:00 Asia/Kathmandu") for r in rows)
+    assert all(r["at"].endswith("+00:00") for r in rows)
+
+
+def test_show_prints_yes_no_and_dashes(db: Database) -> None:
+    assert cli(db, "save", "t", "every 5m", "SELECT 1").returncode == 0
+    shown = cli(db, "show", "t").stdout
+    assert re.search(r"^ +enabled: yes$", shown, re.M)
+    assert re.search(r"^ +last_ok: -$", shown, re.M)
+    assert "True" not in shown and "None" not in shown
+
+
+def test_a_database_without_pgtimers_gets_a_hint(empty_db: Database) -> None:
+    listed = cli(empty_db, "list")
+    assert listed.returncode == 2 and listed.stdout == ""
+    assert "hint: pgtimers is not installed in this database" in listed.stderr
+    assert "pgtimers install --dsn" in listed.stderr
+
+
 def test_help_lists_every_command_with_examples() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "pgtimers", "--help"], capture_output=True, text=True, check=True
