@@ -57,6 +57,10 @@ DECLARE
     v_n integer := 1;
 BEGIN
     IF v_fn IS NOT NULL THEN
+        -- made on a cluster without a superuser before its maker kept EXECUTE: hand it again
+        IF NOT has_function_privilege(current_user, format('timers_exec.%I(text)', v_fn)::regprocedure, 'EXECUTE') THEN
+            PERFORM timers._hand_over(v_fn, p_owner);
+        END IF;
         RETURN v_fn;
     END IF;
     IF v_oid IS NULL THEN
@@ -77,17 +81,21 @@ BEGIN
         'SET CONSTRAINTS ALL IMMEDIATE; RETURN n; END $x$',
         v_fn);
     EXECUTE format('REVOKE ALL ON FUNCTION timers_exec.%I(text) FROM PUBLIC', v_fn);
-    EXECUTE format('GRANT EXECUTE ON FUNCTION timers_exec.%I(text) TO %I', v_fn, current_user);
     PERFORM timers._hand_over(v_fn, p_owner);
     RETURN v_fn;
 END
 $$;
 
--- Give executor p_fn to role p_owner. A superuser just does; another role (a
--- managed database's owner) lends itself the right to act as p_owner when it may
--- (CREATEROLE; on PostgreSQL 16 and later the ADMIN option on p_owner, which a role
--- has on the roles it created) and p_owner CREATE on timers_exec, and takes both
--- back. When it may not, the error names the GRANT that lets it.
+-- Give executor p_fn to role p_owner, and keep the right to call it (the runner runs
+-- timers through timers._exec_as, which this role owns). A superuser just does (and
+-- needs no grant to call it). Another role (a managed database's owner: CREATEROLE, no
+-- SUPERUSER) needs for ALTER ... OWNER TO to be able to act as p_owner, p_owner CREATE
+-- on timers_exec, and for the GRANT EXECUTE afterwards (made as the new owner) p_owner's
+-- privileges: it lends itself the role when it may (PostgreSQL 15: CREATEROLE; 16 and
+-- later: the ADMIN option on p_owner, which a role has on the roles it created) and
+-- p_owner CREATE, and takes both back (timers._take_back) before it returns. Where the
+-- server's rules forbid it, timers._refuse_hand_over says which GRANT lets it (or why
+-- none can). Called again for an executor that p_owner owns already, it only grants.
 CREATE OR REPLACE FUNCTION timers._hand_over(p_fn text, p_owner name) RETURNS void
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -95,32 +103,128 @@ CREATE OR REPLACE FUNCTION timers._hand_over(p_fn text, p_owner name) RETURNS vo
 DECLARE
     v_me name := current_user;
     v_super boolean := (SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = current_user);
-    v_lent_role boolean := false;
+    v_16 boolean := current_setting('server_version_num')::int >= 160000;
+    v_before jsonb;  -- v_me's grants of p_owner before the lend (NULL: nothing lent)
     v_lent_create boolean := false;
 BEGIN
-    IF NOT v_super THEN
-        IF NOT pg_has_role(v_me, p_owner, CASE WHEN current_setting('server_version_num')::int >= 160000
-                                               THEN 'SET' ELSE 'MEMBER' END) THEN
-            BEGIN
-                EXECUTE format('GRANT %I TO %I', p_owner, v_me);
-                v_lent_role := true;
-            EXCEPTION WHEN insufficient_privilege OR invalid_grant_operation THEN
-                RAISE EXCEPTION 'role "%" (which installed pgtimers) cannot make the executor of role "%": it must be able to act as "%"', v_me, p_owner, p_owner
-                    USING ERRCODE = '42501',
-                          HINT = format('Run as a role that may: GRANT %I TO %I;', p_owner, v_me);
-            END;
+    IF v_super THEN
+        EXECUTE format('ALTER FUNCTION timers_exec.%I(text) OWNER TO %I', p_fn, p_owner);
+        RETURN;
+    END IF;
+    IF NOT (pg_has_role(v_me, p_owner, 'USAGE')
+            AND pg_has_role(v_me, p_owner, CASE WHEN v_16 THEN 'SET' ELSE 'MEMBER' END)) THEN
+        IF (SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = p_owner) THEN
+            PERFORM timers._refuse_hand_over(p_owner, 'superuser');
+        ELSIF pg_has_role(p_owner, v_me, 'MEMBER') THEN
+            PERFORM timers._refuse_hand_over(p_owner, 'member');
         END IF;
-        IF NOT has_schema_privilege(p_owner, 'timers_exec', 'CREATE') THEN
-            EXECUTE format('GRANT CREATE ON SCHEMA timers_exec TO %I', p_owner);
-            v_lent_create := true;
+        v_before := timers._grants_of(p_owner);
+        BEGIN
+            IF v_16 THEN
+                EXECUTE format('GRANT %I TO %I WITH INHERIT TRUE, SET TRUE', p_owner, v_me);
+            ELSE
+                EXECUTE format('GRANT %I TO %I', p_owner, v_me);
+            END IF;
+        EXCEPTION WHEN insufficient_privilege OR invalid_grant_operation THEN
+            PERFORM timers._refuse_hand_over(p_owner, 'grant');
+        END;
+        IF NOT pg_has_role(v_me, p_owner, 'USAGE') THEN
+            -- PostgreSQL 15: a role made NOINHERIT never has its member roles' privileges
+            PERFORM timers._refuse_hand_over(p_owner, 'noinherit');
         END IF;
     END IF;
+    IF NOT has_schema_privilege(p_owner, 'timers_exec', 'CREATE') THEN
+        EXECUTE format('GRANT CREATE ON SCHEMA timers_exec TO %I', p_owner);
+        v_lent_create := true;
+    END IF;
     EXECUTE format('ALTER FUNCTION timers_exec.%I(text) OWNER TO %I', p_fn, p_owner);
+    EXECUTE format('GRANT EXECUTE ON FUNCTION timers_exec.%I(text) TO %I', p_fn, v_me);
     IF v_lent_create THEN
         EXECUTE format('REVOKE CREATE ON SCHEMA timers_exec FROM %I', p_owner);
     END IF;
-    IF v_lent_role THEN
-        EXECUTE format('REVOKE %I FROM %I', p_owner, v_me);
+    IF v_before IS NOT NULL THEN
+        PERFORM timers._take_back(p_owner, v_before);
+    END IF;
+END
+$$;
+
+-- The grants of role p_owner to the current role: [{grantor, inherit, set}] by grantor
+-- (on PostgreSQL 15 inherit and set are NULL: a membership has no options there).
+CREATE OR REPLACE FUNCTION timers._grants_of(p_owner name) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    RETURN (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                        'grantor', m.grantor::regrole::text,
+                        'inherit', to_jsonb(m) -> 'inherit_option',
+                        'set', to_jsonb(m) -> 'set_option') ORDER BY m.grantor), '[]')
+              FROM pg_auth_members m
+             WHERE m.roleid = (SELECT r.oid FROM pg_roles r WHERE r.rolname = p_owner)
+               AND m.member = (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user));
+END
+$$;
+
+-- Take back the role p_owner that timers._hand_over lent the current role: a grant the
+-- lend made is revoked; a grant it changed (16+: one of this role's own, which GRANT
+-- ... WITH updates) gets its options back. p_before: timers._grants_of before the lend.
+CREATE OR REPLACE FUNCTION timers._take_back(p_owner name, p_before jsonb) RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_now jsonb := timers._grants_of(p_owner);
+    v_old jsonb;
+BEGIN
+    IF jsonb_array_length(v_now) > jsonb_array_length(p_before) THEN
+        EXECUTE format('REVOKE %I FROM %I', p_owner, current_user);
+        RETURN;
+    END IF;
+    SELECT o INTO v_old
+      FROM jsonb_array_elements(p_before) o JOIN jsonb_array_elements(v_now) n
+        ON n ->> 'grantor' = o ->> 'grantor'
+     WHERE n IS DISTINCT FROM o
+     LIMIT 1;
+    IF v_old IS NOT NULL THEN
+        EXECUTE format('GRANT %I TO %I WITH INHERIT %s, SET %s', p_owner, current_user,
+                       upper(v_old ->> 'inherit'), upper(v_old ->> 'set'));
+    END IF;
+END
+$$;
+
+-- Refuse, 42501, to hand an executor to role p_owner, saying why and what lets it:
+-- p_why 'superuser' (only a superuser can give a function to a superuser), 'member'
+-- (p_owner is a member of the installing role: the server refuses the circular grant),
+-- 'grant' (the installing role may not grant itself p_owner: the GRANT to run),
+-- 'noinherit' (PostgreSQL 15: the installing role is NOINHERIT).
+CREATE OR REPLACE FUNCTION timers._refuse_hand_over(p_owner name, p_why text) RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_me name := current_user;
+    v_what constant text := format('role "%s" (which installed pgtimers) cannot make the executor of role "%s"', v_me, p_owner);
+BEGIN
+    IF p_why = 'superuser' THEN
+        RAISE EXCEPTION '%: "%" is a superuser, and only a superuser can make a function that runs as one', v_what, p_owner
+            USING ERRCODE = '42501',
+                  HINT = 'Save the timer as a role that is not a superuser (SET ROLE that role, then call timers.save), or install pgtimers as a superuser.';
+    ELSIF p_why = 'member' THEN
+        RAISE EXCEPTION '%: "%" is a member of "%", so PostgreSQL does not let "%" become a member of "%" (a circular membership)', v_what, p_owner, v_me, v_me, p_owner
+            USING ERRCODE = '42501',
+                  HINT = format('Save the timer as %1$I (SET ROLE %1$I; it then runs as %1$I), or as a role that is not a member of %1$I.', v_me);
+    ELSIF p_why = 'noinherit' THEN
+        RAISE EXCEPTION '%: it is NOINHERIT, so a role it is a member of lends it no privileges', v_what
+            USING ERRCODE = '42501',
+                  HINT = format('A superuser or a role with CREATEROLE can run: ALTER ROLE %I INHERIT;', v_me);
+    ELSIF current_setting('server_version_num')::int >= 160000 THEN
+        RAISE EXCEPTION '%: it must be able to act as "%" for the hand over, and it has no ADMIN option on "%" to lend itself that', v_what, p_owner, p_owner
+            USING ERRCODE = '42501',
+                  HINT = format('A superuser, or the role that created %1$I (it has the ADMIN option on it), can run: GRANT %1$I TO %2$I WITH ADMIN TRUE, INHERIT FALSE, SET FALSE;', p_owner, v_me);
+    ELSE
+        RAISE EXCEPTION '%: it must be a member of "%", and it may not grant itself that role (no CREATEROLE)', v_what, p_owner
+            USING ERRCODE = '42501',
+                  HINT = format('A superuser or a role with CREATEROLE can run: GRANT %I TO %I;', p_owner, v_me);
     END IF;
 END
 $$;
@@ -371,6 +475,9 @@ REVOKE ALL ON FUNCTION
     timers._executor_of(name),
     timers._ensure_executor(name),
     timers._hand_over(text,name),
+    timers._grants_of(name),
+    timers._take_back(name,jsonb),
+    timers._refuse_hand_over(name,text),
     timers._executor_owner(text),
     timers._saved_executor(name,text),
     timers._exec_as(name,text),

@@ -62,7 +62,7 @@ CREATE OR REPLACE FUNCTION timers._refuse_locked(t timers.timers, p_what text) R
     AS $$
 BEGIN
     IF t.locked THEN
-        RAISE EXCEPTION 'timer ''%'' is locked: it cannot be % until a superuser runs SELECT timers.unlock(%)',
+        RAISE EXCEPTION 'timer ''%'' is locked: it cannot be % until a superuser or the role that installed pgtimers runs SELECT timers.unlock(%)',
             t.name, p_what, quote_literal(t.name)
             USING ERRCODE = '42501';
     END IF;
@@ -489,16 +489,28 @@ $$;
 COMMENT ON FUNCTION timers.set_timezone(text) IS
     'Set the database''s default zone for timers without their own, and plan them again. Needs pgtimers_admin.';
 
--- Only a superuser may unlock a locked timer; it is then changeable until saved locked again.
+-- Unlock a locked timer; it is then changeable until saved locked again. Only a
+-- superuser or the role that installed pgtimers (the owner of schema timers, which a
+-- managed service's database owner is) may: the login (session_user) must be a
+-- superuser or able to act as that owner, so a timer's SQL (whose login is the runner)
+-- cannot. Nobody else is granted EXECUTE. Audited, with which of the two it was.
 CREATE OR REPLACE FUNCTION timers.unlock(name text) RETURNS timers.status
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     t timers.timers;
+    v_owner name := (SELECT n.nspowner::regrole::text FROM pg_namespace n WHERE n.nspname = 'timers');
+    v_as text;
 BEGIN
-    IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = session_user) THEN
-        RAISE EXCEPTION 'permission denied to unlock timer ''%'': only a superuser may unlock a timer', unlock.name
+    IF (SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = session_user) THEN
+        v_as := 'superuser';
+    ELSIF pg_has_role(session_user, v_owner,
+                      CASE WHEN current_setting('server_version_num')::int >= 160000
+                           THEN 'SET' ELSE 'MEMBER' END) THEN
+        v_as := 'owner of schema timers';
+    ELSE
+        RAISE EXCEPTION 'permission denied to unlock timer ''%'': only a superuser or the role that installed pgtimers (%) may unlock a timer', unlock.name, quote_ident(v_owner)
             USING ERRCODE = '42501';
     END IF;
     t := timers._lock_for_change(unlock.name);
@@ -506,13 +518,13 @@ BEGIN
         PERFORM timers._no_such_timer(unlock.name);
     END IF;
     UPDATE timers.timers SET locked = false, updated_at = now() WHERE id = t.id;
-    PERFORM timers._audit(session_user, 'unlock', t.name, '{}');
+    PERFORM timers._audit(session_user, 'unlock', t.name, jsonb_build_object('as', v_as));
     RETURN timers._status(t.name);
 END
 $$;
 
 COMMENT ON FUNCTION timers.unlock(text) IS
-    'Unlock a locked timer so it can be changed or deleted. Superuser only.';
+    'Unlock a locked timer so it can be changed or deleted. A superuser or the role that installed pgtimers (the owner of schema timers) only; audited.';
 
 -- Apply the change asked for while timer p_id was running (see timers.pending_changes);
 -- the caller holds (or may wait for) the timer's row. True when there was one.
