@@ -1,22 +1,23 @@
 """asyncpg connections of the runner: from a libpq DSN (several hosts too), with the
-run-session settings set after connecting, and a check that the session is its own."""
+run-session settings set after connecting (PgBouncer refuses them as startup parameters),
+and a check that the server session is the connection's own (not transaction pooling)."""
 
 from __future__ import annotations
 
 import json
+import secrets
 from typing import Any
 
 import asyncpg
 from psycopg.conninfo import conninfo_to_dict
 
-# A dead runner must let go of its row locks soon, even during a long statement: the
-# server checks the client socket and TCP keepalives probe the peer. Set after
-# connecting, not as startup parameters, which PgBouncer refuses.
-RUN_SESSION_SETTINGS = (
-    "SET client_connection_check_interval = '5s'; SET tcp_keepalives_idle = 30;"
-    " SET tcp_keepalives_interval = 10; SET tcp_keepalives_count = 3;"
-    " SET statement_timeout = '10min'"
-)
+from pgtimers.queries import beside
+
+query = beside(__file__, "connect.sql")
+
+# The run-session settings (client connection checks, keepalives, the default time
+# limit), set after connecting; the worker sets them again after a session reset.
+RUN_SESSION_SETTINGS = query("run_session_settings")
 # The time limit a fire runs under unless its timer has its own (timers._fire).
 DEFAULT_TIMEOUT_MS = 600_000
 
@@ -24,8 +25,29 @@ _SSLMODES = {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"
 _SESSION_ATTRS = {"any", "read-write", "read-only", "primary", "standby", "prefer-standby"}
 
 
+POOLED = (
+    "the runner's connection goes through transaction or statement pooling (PgBouncer"
+    " pool_mode = transaction or statement): its runs, LISTEN and session settings need a"
+    " server session of their own; give the runner session pooling (pool_mode = session)"
+    " or connect it directly to PostgreSQL"
+)
+# A pooled server session also shows through errors like these (seen through PgBouncer
+# under load): a statement the client prepared is missing on the server session that got
+# the next message, or a statement of that name there is another one.
+_POOLED_SIGNS = (
+    asyncpg.InvalidSQLStatementNameError,
+    asyncpg.DuplicatePreparedStatementError,
+    asyncpg.ProtocolViolationError,
+    asyncpg.ProtocolError,
+)
+PROBE_ROUNDS = 3
+
+
 class PoolingError(Exception):
     """The connection goes through transaction pooling: session state does not stay."""
+
+    def __init__(self, message: str = POOLED) -> None:
+        super().__init__(message)
 
 
 def connect_kwargs(dsn: str) -> dict[str, Any]:
@@ -73,6 +95,9 @@ async def connect(dsn: str, application_name: str = "pgtimers runner") -> asyncp
         await conn.set_type_codec(
             "jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog", format="text"
         )
+    except _POOLED_SIGNS as exc:
+        conn.terminate()
+        raise PoolingError() from exc
     except BaseException:
         conn.terminate()
         raise
@@ -80,24 +105,34 @@ async def connect(dsn: str, application_name: str = "pgtimers runner") -> asyncp
 
 
 async def check_own_session(conn: asyncpg.Connection, dsn: str) -> None:
-    """The connection is a session of its own, not a pooled one; else PoolingError.
+    """The connection has a server session of its own, not a pooled one; else PoolingError.
 
-    Through PgBouncer's transaction (or statement) pooling, two client connections one
-    after the other get the same server backend, and one connection's backend changes
-    between transactions; a direct connection or session pooling never does either."""
-    first = await conn.fetchval("SELECT pg_backend_pid()")
-    other = await connect(dsn, application_name="pgtimers runner probe")
+    The connection marks its server session (a setting only it knows). Through PgBouncer's
+    transaction or statement pooling a client has a server session only while a
+    transaction lasts: the next transaction may be served by another one (the mark or the
+    backend changes, or a statement it prepared is gone), and another client may be given
+    this one (it sees the mark or the backend). A direct connection and session pooling
+    never show either. Asked PROBE_ROUNDS times, interleaved with a second connection."""
+    mark = secrets.token_hex(16)
+    probe: asyncpg.Connection | None = None
     try:
-        seen = await other.fetchval("SELECT pg_backend_pid()")
+        await conn.fetchval(query("mark_session"), mark)
+        first = await conn.fetchrow(query("session_seen"))
+        assert first is not None  # one row, always
+        probe = await connect(dsn, application_name="pgtimers runner probe")
+        for _ in range(PROBE_ROUNDS):
+            seen = await probe.fetchrow(query("session_seen"))
+            again = await conn.fetchrow(query("session_seen"))
+            assert seen is not None and again is not None
+            if seen[0] == mark or seen[1] == first[1] or tuple(again) != tuple(first):
+                raise PoolingError()
+    except _POOLED_SIGNS as exc:
+        raise PoolingError() from exc
     finally:
-        await close(other)
-    again = await conn.fetchval("SELECT pg_backend_pid()")
-    if seen == first or again != first:
-        raise PoolingError(
-            "the runner's connections go through transaction pooling (PgBouncer"
-            " pool_mode = transaction): a run and its bookkeeping need a session of their own;"
-            " give the runner session pooling (pool_mode = session) or a direct DSN"
-        )
+        if probe is not None:
+            await close(probe)
+    if first[0] != mark:
+        raise PoolingError()
 
 
 async def close(conn: asyncpg.Connection) -> None:

@@ -1,0 +1,18 @@
+-- Named queries of the runner's connections (pgtimers/runner/connect.py), loaded by name.
+-- Each block starts with `-- name: <name>`; parameters are $1, $2 ... (asyncpg).
+
+-- name: run_session_settings
+-- A dead runner must let go of its row locks soon, even during a long statement: the
+-- server checks the client socket and TCP keepalives probe the peer. Set after
+-- connecting, not as startup parameters, which PgBouncer refuses. One simple query.
+SET client_connection_check_interval = '5s'; SET tcp_keepalives_idle = 30;
+SET tcp_keepalives_interval = 10; SET tcp_keepalives_count = 3;
+SET statement_timeout = '10min'
+
+-- name: mark_session
+-- A mark of this client connection on the server session that serves it.
+SELECT set_config('pgtimers.runner_session', $1::text, false)
+
+-- name: session_seen
+-- The mark on the server session serving this query, and its backend.
+SELECT current_setting('pgtimers.runner_session', true), pg_backend_pid()
