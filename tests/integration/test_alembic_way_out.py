@@ -168,13 +168,18 @@ def test_an_applications_alembic_check_passes_with_the_hook(
     (project / "versions").mkdir(parents=True)
     (project / "env.py").write_text(APP_ENV)
     info = psycopg.conninfo.conninfo_to_dict(app_db.dsn)
+    host = _text(info.get("host"))
+    port = int(str(info["port"])) if info.get("port") else None
+    # a unix socket directory (the embedded server) goes in the query, as libpq takes it
+    socket = host is not None and host.startswith("/")
     url = sa.URL.create(
         "postgresql+psycopg",
         username=_text(info.get("user")),
         password=_text(info.get("password")),
-        host=_text(info.get("host")),
-        port=int(str(info["port"])) if info.get("port") else None,
+        host=None if socket else host,
+        port=None if socket else port,
         database=app_db.name,
+        query={"host": str(host), **({"port": str(port)} if port else {})} if socket else {},
     )
     ini = tmp_path / "alembic.ini"
     ini.write_text(
