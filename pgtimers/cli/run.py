@@ -35,7 +35,14 @@ DSN, so you can `psql` in and save timers.
 Workers: N always-there workers (default 2), plus one more while all N are
 running and another timer is due (none with --workers 1, which runs one timer
 at a time). N comes from --workers, else `workers` in --config, else
-PGTIMERS_WORKERS, else 2 (1 to 64).
+PGTIMERS_WORKERS, else 2 (1 to 64). A worker connects only when there is work
+and closes its connection after 30 s idle.
+
+Connections: at most M worker connections to each server, shared in turn by
+all its databases, plus one control session per database. M comes from
+--max-connections, else `max_connections` in --config, else
+PGTIMERS_MAX_CONNECTIONS, else a quarter of the server's connections for
+ordinary logins, at most 10.
 
 SIGTERM or SIGINT: stop claiming, let running runs finish, exit {ExitCode.OK.value}
 (at any moment, start-up included). A runner that could serve no database for
@@ -87,6 +94,13 @@ def add_parser(subparsers: Subparsers) -> None:
         "--workers", metavar="N", help="always-there workers per database, 1 to 64 (default 2)"
     )
     p.add_argument(
+        "--max-connections",
+        metavar="M",
+        help="worker connections to each server, shared by all its databases, 1 to 10000"
+        " (default: a quarter of the server's max_connections less its reserved slots,"
+        " at most 10); each database also has its control session",
+    )
+    p.add_argument(
         "--timezone",
         metavar="ZONE",
         help="set the default zone of the served databases (timers.set_timezone) "
@@ -106,7 +120,7 @@ def add_parser(subparsers: Subparsers) -> None:
     p.add_argument(
         "--config",
         metavar="FILE",
-        help="TOML file with workers, dsn, all_databases, timezone, http",
+        help="TOML file with workers, max_connections, dsn, all_databases, timezone, http",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="also log every run that went well")
     p.set_defaults(func=main)
@@ -122,6 +136,7 @@ def main(args: argparse.Namespace) -> int:
             dsns=args.dsn,
             all_databases=args.all_databases,
             workers=args.workers,
+            max_connections=args.max_connections,
             timezone=args.timezone,
             http=args.http,
             config_file=args.config,
@@ -142,6 +157,8 @@ def main(args: argparse.Namespace) -> int:
         all_databases=config.all_databases,
         workers=config.workers,
         timezone=config.timezone,
+        max_connections=config.max_connections,
+        max_connections_from=config.max_connections_from,
     )
     log.event(
         logging.INFO,
@@ -149,6 +166,8 @@ def main(args: argparse.Namespace) -> int:
         runner=options.runner_id,
         workers=config.workers,
         workers_from=config.workers_from,
+        max_connections=config.max_connections or "server",
+        max_connections_from=config.max_connections_from,
         databases=len(dsns),
         all_databases=config.all_databases or None,
     )

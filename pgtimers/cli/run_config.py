@@ -20,7 +20,17 @@ else:  # pragma: no cover - Python 3.10 (dependency: tomli; python_version < "3.
 DEFAULT_WORKERS = 2
 MIN_WORKERS, MAX_WORKERS = 1, 64
 WORKERS_ENV = "PGTIMERS_WORKERS"
-CONFIG_KEYS = ("workers", "dsn", "all_databases", "timezone", "http", *HTTP_CONFIG_KEYS)
+MAX_CONNECTIONS_ENV = "PGTIMERS_MAX_CONNECTIONS"
+MAX_MAX_CONNECTIONS = 10_000
+CONFIG_KEYS = (
+    "workers",
+    "max_connections",
+    "dsn",
+    "all_databases",
+    "timezone",
+    "http",
+    *HTTP_CONFIG_KEYS,
+)
 
 
 class ConfigError(ValueError):
@@ -35,6 +45,9 @@ class RunConfig:
     all_databases: bool = False
     workers: int = DEFAULT_WORKERS
     workers_from: str = "default"
+    # worker connections to each server; None: derived from the server's max_connections
+    max_connections: int | None = None
+    max_connections_from: str = "default"
     timezone: str | None = None
     http: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -42,19 +55,30 @@ class RunConfig:
 
 def parse_workers(value: Any, source: str) -> int:
     """A worker count of 1..64, or ConfigError naming `source`."""
+    return _whole(value, source, "workers", MIN_WORKERS, MAX_WORKERS)
+
+
+def parse_max_connections(value: Any, source: str) -> int:
+    """A connection budget of 1..10000, or ConfigError naming `source`."""
+    return _whole(value, source, "max_connections", 1, MAX_MAX_CONNECTIONS)
+
+
+def _whole(value: Any, source: str, what: str, low: int, high: int) -> int:
     if isinstance(value, bool):
-        raise ConfigError(f"{source}: workers must be a whole number from 1 to 64, not {value!r}")
+        raise ConfigError(
+            f"{source}: {what} must be a whole number from {low} to {high}, not {value!r}"
+        )
     if isinstance(value, int):
         number = value
     else:
         text = str(value).strip()
         if not text.lstrip("-").isdigit():
             raise ConfigError(
-                f"{source}: workers must be a whole number from 1 to 64, not {value!r}"
+                f"{source}: {what} must be a whole number from {low} to {high}, not {value!r}"
             )
         number = int(text)
-    if not MIN_WORKERS <= number <= MAX_WORKERS:
-        raise ConfigError(f"{source}: workers must be from 1 to 64, not {number}")
+    if not low <= number <= high:
+        raise ConfigError(f"{source}: {what} must be from {low} to {high}, not {number}")
     return number
 
 
@@ -98,6 +122,7 @@ def resolve(
     dsns: list[str] | None = None,
     all_databases: bool = False,
     workers: str | int | None = None,
+    max_connections: str | int | None = None,
     timezone: str | None = None,
     http: str | None = None,
     config_file: str | None = None,
@@ -115,12 +140,30 @@ def resolve(
         count, source = parse_workers(env[WORKERS_ENV], WORKERS_ENV), "environment"
     else:
         count, source = DEFAULT_WORKERS, "default"
+    budget, budget_from = _max_connections(max_connections, data, config_file, env)
     return RunConfig(
         dsns=tuple(given_dsns(dsns, file_dsns(data), env)),
         all_databases=all_databases or bool(data.get("all_databases", False)),
         workers=count,
         workers_from=source,
+        max_connections=budget,
+        max_connections_from=budget_from,
         timezone=timezone or data.get("timezone"),
         http=http or data.get("http"),
         extra={k: data[k] for k in HTTP_CONFIG_KEYS if k in data},
     )
+
+
+def _max_connections(
+    flag: str | int | None, data: Mapping[str, Any], config_file: str | None, env: Mapping[str, str]
+) -> tuple[int | None, str]:
+    """The connection budget and where it came from: flag, config, environment, default."""
+    if flag is not None:
+        return parse_max_connections(flag, "--max-connections"), "flag"
+    if "max_connections" in data:
+        key = f"--config {config_file}: key 'max_connections'"
+        return parse_max_connections(data["max_connections"], key), "config"
+    if env.get(MAX_CONNECTIONS_ENV, "").strip():
+        value = parse_max_connections(env[MAX_CONNECTIONS_ENV], MAX_CONNECTIONS_ENV)
+        return value, "environment"
+    return None, "default"

@@ -17,6 +17,7 @@ import asyncpg
 
 from pgtimers import __version__
 from pgtimers.runner import log
+from pgtimers.runner.budget import is_refused
 from pgtimers.runner.connect import PoolingError, check_own_session, close, connect
 from pgtimers.runner.control import prune, set_timezone, wait_for_primary, watch_clock
 from pgtimers.runner.queries import query
@@ -57,6 +58,9 @@ class DatabaseRunner(WorkerPool):
         self._notified = False  # a NOTIFY came since the control session last looked
         self._nothing_to_claim = False  # the last claim after a signal found nothing
         self._leaving = False  # stopping: workers finish their run and go
+        self._leave = asyncio.Event()  # set with _leaving: a wait for a slot ends
+        self._refused = False  # a worker's connection was refused (said once)
+        self._refused_at = -1e9
         self.started = asyncio.Event()  # set once serving (tests wait on it)
         self.serving = False  # the control session is up and registered
         self.progress = time.monotonic()  # last sign of life, for the watchdog
@@ -81,6 +85,7 @@ class DatabaseRunner(WorkerPool):
         finally:
             async with self._work:
                 self._leaving = True
+                self._leave.set()
                 self._work.notify_all()
             await asyncio.gather(*tasks, return_exceptions=True)
 
@@ -130,6 +135,8 @@ class DatabaseRunner(WorkerPool):
             log.event(logging.ERROR, "pooled_connection", database=self.database, error=str(exc))
             return NOT_INSTALLED_RETRY
         if is_connection_error(exc) or isinstance(exc, _OUTAGE):
+            if is_refused(exc):
+                self.s.budget.refused(control=True)  # counted in the connection_budget line
             wait = backoff.next_wait()
             if not outage:
                 log.event(
@@ -167,7 +174,12 @@ class DatabaseRunner(WorkerPool):
             self.database = await control.fetchval("SELECT current_database()")
             if not await control.fetchval(query("schema_installed")):
                 raise NotInstalled
-            await check_own_session(control, self.s.dsn)
+            await self.s.budget.learn(control)
+            # the check opens a second connection for a moment: it takes a slot
+            async with self.s.budget.slot(self.s.dsn, self._stops(), self._alive) as got:
+                if not got:
+                    return
+                await check_own_session(control, self.s.dsn)
             await wait_for_primary(control, self.database, self.stopping, self._pause)
             if self.stopping.is_set():
                 return

@@ -59,3 +59,11 @@ SELECT timers.set_timezone($1)
 
 -- name: list_databases
 SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate ORDER BY datname
+
+-- name: connection_settings
+-- The connection slots of the server, for the runner's default connection budget:
+-- max_connections, the slots reserved for superusers, and (PostgreSQL 16+) those
+-- reserved for roles with pg_use_reserved_connections.
+SELECT current_setting('max_connections')::int,
+       current_setting('superuser_reserved_connections')::int,
+       coalesce(current_setting('reserved_connections', true), '0')::int

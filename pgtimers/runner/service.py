@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from pgtimers.runner import log, systemd
+from pgtimers.runner.budget import ConnectionBudget
+from pgtimers.runner.connect import connect_kwargs
 from pgtimers.runner.database import DatabaseRunner
 from pgtimers.runner.discovery import installed_databases
 from pgtimers.runner.serving import Serving
@@ -41,6 +43,9 @@ class RunnerOptions:
     all_databases: bool = False
     workers: int = 2
     timezone: str | None = None
+    # worker connections to each server (None: derived from its max_connections)
+    max_connections: int | None = None
+    max_connections_from: str = "default"
     runner_id: str = field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     )
@@ -56,6 +61,7 @@ class Runner:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._signals = 0
         self._discovered_at: float | None = None  # last discovery that worked
+        self.budgets: dict[str, ConnectionBudget] = {}  # by server (host:port)
         self.gave_up = False
 
     def stop(self) -> None:
@@ -133,11 +139,34 @@ class Runner:
                 for db in self.serving.values()
                 if not db.gone and now - db.progress > wedged_after
             ]
+            self._budget_lines(now)
             if interval is not None and not wedged and now - fed_at >= interval:
                 systemd.notify("WATCHDOG=1")
                 fed_at = now
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), MONITOR_EVERY)
+
+    def _budget_lines(self, now: float) -> None:
+        """Each server's connection_budget line, when there is pressure on it."""
+        for budget in self.budgets.values():
+            dbs = [db for db in self.serving.values() if db.s.budget is budget and not db.gone]
+            budget.summary(now, len(dbs), sum(1 for db in dbs if db.serving))
+
+    def budget(self, dsn: str) -> ConnectionBudget:
+        """The connection budget of dsn's server, shared by all its databases."""
+        kwargs = connect_kwargs(dsn)
+        hosts, ports = kwargs.get("host") or "", kwargs.get("port") or ""
+        if isinstance(hosts, list):
+            server = ",".join(f"{h}:{p}" for h, p in zip(hosts, ports, strict=False))
+        else:
+            server = f"{hosts}:{ports}" if hosts or ports else "default"
+        if server not in self.budgets:
+            self.budgets[server] = ConnectionBudget(
+                limit=self.options.max_connections,
+                limit_from=self.options.max_connections_from,
+                server=server,
+            )
+        return self.budgets[server]
 
     def _nothing_to_serve(self, now: float) -> bool:
         """--all-databases with none installed (found by a discovery that worked): waiting,
@@ -164,6 +193,7 @@ class Runner:
             runner_id=self.options.runner_id,
             timezone=self.options.timezone,
             leave_when_not_installed=leave_when_not_installed,
+            budget=self.budget(dsn),
         )
         db = DatabaseRunner(serving, self.stopping)
         self.serving[dsn] = db
@@ -181,7 +211,10 @@ class Runner:
     async def _discover(self, base: str) -> None:
         """Serve each database of base's server that has the schema and is not served yet."""
         try:
-            found = await installed_databases(base)
+            served = {dsn for dsn, task in self._tasks.items() if not task.done()}
+            found = await installed_databases(
+                base, self.budget(base), served, (self.stopping,), lambda: None
+            )
         except (
             OSError,
             asyncpg.PostgresError,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from pgtimers.runner.budget import ConnectionBudget
 
 LOOK_EVERY = 1.0  # seconds: the runner looks at least this often
 # Reconnecting: at once, then after 0.25 s, then every 0.5 s, so that a runner serves
@@ -23,6 +25,8 @@ class Serving:
     timezone: str | None = None
     # with --all-databases: stop serving when the schema is gone instead of waiting for it
     leave_when_not_installed: bool = False
+    # the worker connections to this database's server, shared with its other databases
+    budget: ConnectionBudget = field(default_factory=ConnectionBudget)
 
 
 class Backoff:

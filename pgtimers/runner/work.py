@@ -1,16 +1,28 @@
 """The workers of one database: each fires timers on its own connection while there is
-work, the burst worker only while all others run, and each reconnects alone."""
+work, the burst worker only while all others run, and each reconnects alone. A worker
+connects only when there is work, within the server's connection budget (a slot per
+connection, taken in turn with the other databases), and closes its connection after it
+was idle for IDLE_CLOSE seconds or, while another database waits for a slot, after each
+fire."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import time
 from typing import Any
 
 from pgtimers.runner import log
+from pgtimers.runner.budget import is_refused
 from pgtimers.runner.serving import LOOK_EVERY, Backoff, Serving
 from pgtimers.runner.worker import Worker, is_connection_error
+
+# The server refused a worker's connection (no slot left): tried again this often, so
+# that a full server is not asked many times a second by every waiting worker.
+REFUSED_RETRY = 1.0
+# While the server is full, the databases' workers get a connection now and then (in
+# turn): an outage of one database ends only after this long without a refusal.
+REFUSED_QUIET = 60.0
 
 
 class WorkerPool:
@@ -27,6 +39,10 @@ class WorkerPool:
     _recheck: asyncio.Event
     _nothing_to_claim: bool
     _leaving: bool
+    _leave: asyncio.Event  # set with _leaving
+    _refused: bool  # a refusal was said, and no connection has worked since
+    _refused_at: float  # the last refusal of a worker's connection (time.monotonic())
+    progress: float
 
     async def _pause(self, seconds: float) -> None:
         raise NotImplementedError  # DatabaseRunner's: wait, showing life to the watchdog
@@ -40,9 +56,32 @@ class WorkerPool:
             self._has_work = True
             self._work.notify_all()
 
-    async def _wait_for_work(self, burst: bool) -> bool:
-        """Until there is work for this worker (or stopping: False). Without a control
-        session (lost, or being made again) the workers look by themselves every second."""
+    def _stops(self) -> tuple[asyncio.Event, ...]:
+        return (self.stopping, self._leave)
+
+    def _alive(self) -> None:
+        self.progress = time.monotonic()  # waiting for a slot is life, for the watchdog
+
+    async def _close_worker(self, worker: Worker) -> None:
+        """Close the worker's connection and give its slot back."""
+        await worker.close()
+        if worker.has_slot:
+            worker.has_slot = False
+            self.s.budget.release(self.s.dsn)
+
+    async def _take_slot(self, worker: Worker) -> bool:
+        """A slot of the budget for the worker's connection, unless it has one; False when
+        stopping (or leaving) came first."""
+        if worker.has_slot:
+            return True
+        worker.has_slot = await self.s.budget.acquire(self.s.dsn, self._stops(), self._alive)
+        return worker.has_slot
+
+    async def _wait_for_work(self, burst: bool, idle: float | None) -> bool | None:
+        """Until there is work for this worker (True), stopping (False), or the worker's
+        open connection has been idle for `idle` more seconds (None). Without a control
+        session (lost, or being made again) a base worker that has a connection looks by
+        itself every second."""
 
         def ready() -> bool:
             return (
@@ -55,17 +94,14 @@ class WorkerPool:
             if not self.started.is_set():
                 # nothing runs before the first registration has applied the downtime rules
                 await self._work.wait_for(lambda: self.started.is_set() or self._leaving)
-            if self.serving or burst:
-                await self._work.wait_for(ready)
-            else:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._work.wait_for(ready), LOOK_EVERY)
-            if self._leaving or self.stopping.is_set():
-                return False
-            if not burst:
-                self._running += 1
-                self._work.notify_all()
-            return True
+            alone = not self.serving and not burst and idle is not None
+            timeout = min(idle, LOOK_EVERY) if alone and idle is not None else idle
+            try:
+                await asyncio.wait_for(self._work.wait_for(ready), timeout)
+            except asyncio.TimeoutError:
+                if not alone or (idle is not None and idle <= LOOK_EVERY):
+                    return None
+            return not (self._leaving or self.stopping.is_set())
 
     async def _work_loop(self, worker: Worker, burst: bool) -> None:
         """Take work while there is some; the burst worker only while all others run.
@@ -80,11 +116,23 @@ class WorkerPool:
         lost = False
         try:
             while not self.stopping.is_set() and not self._leaving:
-                if not again and not await self._wait_for_work(burst):
-                    return
-                if again and not burst:
+                if not again:
+                    got = await self._wait_for_work(burst, worker.idle_left())
+                    if got is None:  # idle: the database keeps only its control session
+                        await self._close_worker(worker)
+                        continue
+                    if not got:
+                        return
+                if not worker.has_slot:
+                    if not await self._take_slot(worker):
+                        return
+                    if not again and self.serving and not self._has_work:
+                        await self._close_worker(worker)  # the work went while it waited
+                        continue
+                if not burst:
                     async with self._work:
                         self._running += 1
+                        self._work.notify_all()
                 try:
                     worker.database = self.database
                     result = await worker.run_one()
@@ -104,10 +152,15 @@ class WorkerPool:
                         logging.INFO, "worker_back", database=self.database, worker=worker.name
                     )
                     lost = False
+                if self._refused:
+                    self._refused = False
+                    log.event(logging.INFO, "connections_accepted", database=self.database)
                 backoff.healthy()
                 again = self._after_fire(result, burst)
+                if self.s.budget.others_waiting(self.s.dsn):
+                    await self._close_worker(worker)  # in turn: the slot goes round
         finally:
-            await worker.close()
+            await self._close_worker(worker)
 
     async def _worker_failed(
         self, worker: Worker, exc: Exception, backoff: Backoff, lost: bool
@@ -115,7 +168,27 @@ class WorkerPool:
         """Log a worker's failure (a lost connection once), close it, wait; lost or not."""
         if self.stopping.is_set():
             return lost
-        await worker.close()
+        await self._close_worker(worker)
+        if is_refused(exc):
+            self.s.budget.refused()
+            # said once per outage: the first refusal after REFUSED_QUIET s without one
+            now, last = time.monotonic(), self._refused_at
+            self._refused_at = now
+            if now - last > REFUSED_QUIET:
+                self._refused = True
+                log.event(
+                    logging.WARNING,
+                    "connections_refused",
+                    database=self.database,
+                    worker=worker.name,
+                    error=str(exc),
+                    held=self.s.budget.held,
+                    limit=self.s.budget.limit,
+                    hint="the server has no connection slot left for the runner: lower"
+                    " --max-connections, or raise the server's max_connections",
+                )
+            await self._pause(REFUSED_RETRY)
+            return lost
         if is_connection_error(exc):
             if not lost:
                 log.event(

@@ -11,6 +11,7 @@ from typing import Any
 import asyncpg
 
 from pgtimers.runner import log
+from pgtimers.runner.budget import IDLE_CLOSE
 from pgtimers.runner.connect import DEFAULT_TIMEOUT_MS, RUN_SESSION_SETTINGS, close, connect
 from pgtimers.runner.queries import query
 
@@ -42,6 +43,17 @@ class Worker:
         # until when (time.monotonic()) this worker asks for keyed timers only
         self._keyed_until = 0.0
         self._reset_at = 0.0
+        self.has_slot = False  # it holds a slot of the connection budget
+        self._used_at = 0.0  # when its connection last fired (time.monotonic())
+
+    def idle_left(self) -> float | None:
+        """Seconds until the worker's open connection has been idle for IDLE_CLOSE (it then
+        closes); None without one."""
+        if self.conn is None:
+            return None
+        if self.conn.is_closed():
+            return 0.0  # lost while idle: its slot goes back at once
+        return max(0.0, IDLE_CLOSE - (time.monotonic() - self._used_at))
 
     async def open(self) -> None:
         """Connect, unless the worker's connection is open."""
@@ -80,6 +92,7 @@ class Worker:
             await self.conn.execute(query("reset_session"))
             await self.conn.execute(RUN_SESSION_SETTINGS)
             self._reset_at = time.monotonic() + RESET_EVERY
+        self._used_at = time.monotonic()
         return result
 
     async def _fire(self, conn: asyncpg.Connection, keyed_only: bool) -> dict[str, Any] | None:

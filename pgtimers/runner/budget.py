@@ -1,0 +1,252 @@
+"""The connection budget: a cap on the connections the runner opens to one PostgreSQL
+server for its workers (and its short probes), shared by every database it serves there.
+
+A slot is one open connection. A worker takes a slot before it connects and gives it back
+when it closes: after its connection was idle for IDLE_CLOSE seconds, or after a fire
+while a worker of another database waits for a slot. Slots go to the waiting database
+that holds the fewest, the longest waiting first, so no database starves while another
+has a backlog. The control sessions (one per database) are not counted: they are what
+serving a database takes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from pgtimers.runner import log
+from pgtimers.runner.queries import query
+
+# Without --max-connections: a quarter of the connections the server gives ordinary
+# logins (max_connections less superuser_reserved_connections and, on 16+,
+# reserved_connections), at most DEFAULT_CAP and at least 1; the other three quarters
+# stay for the control sessions and for the applications.
+DEFAULT_CAP = 10
+SHARE_OF_SERVER = 4
+# A worker's connection that was idle this long closes, so that an idle database holds
+# only its control session. Long enough that a timer firing every few seconds (or every
+# half minute) keeps its connection; short enough that a burst of work is soon forgotten.
+IDLE_CLOSE = float(os.environ.get("PGTIMERS_IDLE_CLOSE", "30"))
+# While there is pressure (a worker waited for a slot, or the server refused a
+# connection), one connection_budget line this often, instead of a line per wait.
+SUMMARY_EVERY = 60.0
+# When the server refuses a connection (it is full: other clients, a budget larger than
+# the server), the budget holds at most what it held then, for this long, so that the
+# databases take the slots that work in turn instead of each trying the server alone.
+CEILING_FOR = 30.0
+LOOK_EVERY = 1.0  # a waiter shows life (and sees a stop) at least this often
+
+# SQLSTATE 53300: too many connections, or the remaining slots are reserved
+REFUSED = "53300"
+
+
+def is_refused(exc: BaseException) -> bool:
+    """Whether the server refused a connection for want of connection slots."""
+    return getattr(exc, "sqlstate", None) == REFUSED
+
+
+@dataclass
+class _Waiter:
+    database: str
+    granted: asyncio.Future[None]
+    since: float
+
+
+@dataclass
+class ConnectionBudget:
+    """The slots of one server: `limit` of them (None: not known yet, from the server)."""
+
+    limit: int | None = None
+    limit_from: str = "default"
+    server: str = ""
+    held_by: Counter[str] = field(default_factory=Counter)
+    _waiters: list[_Waiter] = field(default_factory=list)
+    _refused: int = 0  # connections the server refused since the last summary
+    _waited_max = 0.0  # the longest wait for a slot since the last summary
+    _said_at: float | None = None  # when the last summary was logged
+    _asked: bool = False  # the server's settings were asked for
+    _ceiling: int | None = None  # at most this many, since the server refused one
+    _ceiling_at: float = 0.0
+    _granted_at: dict[str, int] = field(default_factory=dict)  # each one's last slot: its number
+    _grants: int = 0
+
+    @property
+    def held(self) -> int:
+        """Slots held now: the runner's worker and probe connections to this server."""
+        return sum(self.held_by.values())
+
+    @property
+    def waiting(self) -> int:
+        """Workers (and probes) waiting for a slot now."""
+        return len(self._waiters)
+
+    async def learn(self, conn: asyncpg.Connection) -> None:
+        """Without a given limit: derive it from the server's settings (once)."""
+        if self.limit is not None or self._asked:
+            return
+        self._asked = True
+        try:
+            row = await conn.fetchrow(query("connection_settings"))
+            assert row is not None
+            logins = int(row[0]) - int(row[1]) - int(row[2])
+            self.limit = max(1, min(DEFAULT_CAP, logins // SHARE_OF_SERVER))
+            note = f"a quarter of the server's {logins} connections for logins, at most 10"
+        except (asyncpg.PostgresError, AssertionError, ValueError) as exc:
+            self.limit, note = DEFAULT_CAP, f"the server's settings unread: {exc}"
+        log.event(
+            logging.INFO,
+            "connection_budget",
+            server=self.server or None,
+            limit=self.limit,
+            limit_from=self.limit_from,
+            note=note,
+        )
+        self._grant()
+
+    def others_waiting(self, database: str) -> bool:
+        """Whether a worker of another database waits for a slot."""
+        return any(w.database != database for w in self._waiters)
+
+    async def acquire(
+        self, database: str, stops: tuple[asyncio.Event, ...], alive: Callable[[], None]
+    ) -> bool:
+        """A slot for `database`, waiting in turn; False (and no slot) when a stop came.
+        Calls alive() at least every second while it waits."""
+        if not self._waiters and self._free():
+            self._take(database)
+            return True
+        waiter = _Waiter(database, asyncio.get_running_loop().create_future(), time.monotonic())
+        self._waiters.append(waiter)
+        self._grant()
+        kept = False
+        try:
+            while not waiter.granted.done() and not any(s.is_set() for s in stops):
+                alive()
+                self._grant()  # a ceiling may have lifted
+                waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(s.wait()) for s in stops]
+                try:
+                    await asyncio.wait(
+                        [waiter.granted, *waits],
+                        timeout=LOOK_EVERY,
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                finally:
+                    for w in waits:
+                        w.cancel()
+            kept = waiter.granted.done() and not any(s.is_set() for s in stops)
+        finally:
+            self._waited_max = max(self._waited_max, time.monotonic() - waiter.since)
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+            granted = waiter.granted.done() and not waiter.granted.cancelled()
+            waiter.granted.cancel()
+            if granted and not kept:  # a stop (or a cancel) came as it was granted
+                self.release(database)
+        return kept
+
+    def release(self, database: str) -> None:
+        """Give a slot back: it goes to the next waiter in turn."""
+        if self.held_by[database] > 0:
+            self.held_by[database] -= 1
+        if self.held_by[database] == 0:
+            del self.held_by[database]
+        self._grant()
+
+    @contextlib.asynccontextmanager
+    async def slot(
+        self, database: str, stops: tuple[asyncio.Event, ...], alive: Callable[[], None]
+    ) -> AsyncIterator[bool]:
+        """A slot for a short connection (yields False, holding none, when a stop came)."""
+        got = await self.acquire(database, stops, alive)
+        try:
+            yield got
+        finally:
+            if got:
+                self.release(database)
+
+    def refused(self, control: bool = False) -> None:
+        """The server refused a connection (SQLSTATE 53300): counted for the summary, and
+        for CEILING_FOR seconds the budget holds no more than it holds now (one less when
+        a control session was refused: the next slot given back is left for it)."""
+        self._refused += 1
+        ceiling = max(1, self.held - (1 if control else 0))
+        if self._ceiling is not None and self.cap() is not None:
+            ceiling = min(ceiling, self._ceiling)
+        self._ceiling = ceiling
+        self._ceiling_at = time.monotonic()
+
+    def cap(self) -> int | None:
+        """The slots there are now: the limit, or less under a ceiling."""
+        if self._ceiling is not None and time.monotonic() - self._ceiling_at >= CEILING_FOR:
+            self._ceiling = None
+        if self.limit is None or self._ceiling is None:
+            return self.limit
+        return min(self.limit, self._ceiling)
+
+    def summary(self, now: float, databases: int, control: int) -> None:
+        """The connection_budget line, at the first pressure and then every SUMMARY_EVERY
+        seconds while there is some (waits for slots, refused connections)."""
+        pressure = self._refused > 0 or bool(self._waiters) or self._waited_max >= LOOK_EVERY
+        recent = self._said_at is not None and now - self._said_at < SUMMARY_EVERY
+        if not pressure:
+            if not recent:
+                self._said_at = None  # calm for a while: the next pressure is said at once
+            return
+        if recent:
+            return
+        self._said_at = now
+        log.event(
+            logging.WARNING if self._refused else logging.INFO,
+            "connection_budget",
+            server=self.server or None,
+            databases=databases,
+            connections=control + self.held,
+            control=control,
+            workers=self.held,
+            limit=self.limit,
+            ceiling=self.cap() if self.cap() != self.limit else None,
+            waiting=self.waiting,
+            waiting_databases=len({w.database for w in self._waiters}),
+            waited_max_ms=round(self._waited_max * 1000),
+            refused=self._refused,
+            hint="late timers: raise --max-connections (and the server's max_connections)"
+            if self._waited_max >= LOOK_EVERY
+            else None,
+        )
+        self._refused = 0
+        self._waited_max = 0.0
+
+    def _free(self) -> bool:
+        cap = self.cap()
+        return cap is not None and self.held < cap
+
+    def _grant(self) -> None:
+        """Free slots to waiters, in turn: the database holding the fewest first, then
+        the one whose last slot is the oldest, then the longest waiting."""
+        while self._waiters and self._free():
+            waiter = min(
+                self._waiters,
+                key=lambda w: (
+                    self.held_by[w.database],
+                    self._granted_at.get(w.database, 0),
+                    w.since,
+                ),
+            )
+            self._waiters.remove(waiter)
+            if waiter.granted.done():  # its waiter is gone
+                continue
+            self._take(waiter.database)
+            waiter.granted.set_result(None)
+
+    def _take(self, database: str) -> None:
+        self.held_by[database] += 1
+        self._grants += 1
+        self._granted_at[database] = self._grants
