@@ -35,6 +35,13 @@ SHARE_OF_SERVER = 4
 # only its control session. Long enough that a timer firing every few seconds (or every
 # half minute) keeps its connection; short enough that a burst of work is soon forgotten.
 IDLE_CLOSE = float(os.environ.get("PGTIMERS_IDLE_CLOSE", "30"))
+# While a worker of another database waits for a slot, a worker gives its slot back
+# (closes its connection) once a claim finds nothing, or after it has held the slot this
+# long. A new connection costs about 60 ms (connecting, the first fire in a new server
+# session, closing) against 1-2 ms for a fire on a warm one: giving a slot back after
+# every fire would spend the budget on connecting, while a slice bounds the wait of the
+# other databases.
+SLICE = 0.5
 # While there is pressure (a worker waited for a slot, or the server refused a
 # connection), one connection_budget line this often, instead of a line per wait.
 SUMMARY_EVERY = 60.0

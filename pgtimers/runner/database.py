@@ -191,7 +191,8 @@ class DatabaseRunner(WorkerPool):
             self._served_at = time.monotonic()
             self.waiting_for_schema = False
             self.started.set()
-            await self._signal_work()
+            # no signal here: the loop's first look signals the workers if anything is
+            # due, so that an idle database opens no worker connection
             await self._loop(control)
         finally:
             if not control.is_closed():

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from pgtimers.runner import log
-from pgtimers.runner.budget import is_refused
+from pgtimers.runner.budget import SLICE, is_refused
 from pgtimers.runner.serving import LOOK_EVERY, Backoff, Serving
 from pgtimers.runner.worker import Worker, is_connection_error
 
@@ -75,6 +75,7 @@ class WorkerPool:
         if worker.has_slot:
             return True
         worker.has_slot = await self.s.budget.acquire(self.s.dsn, self._stops(), self._alive)
+        worker.slot_since = time.monotonic()
         return worker.has_slot
 
     async def _wait_for_work(self, burst: bool, idle: float | None) -> bool | None:
@@ -157,10 +158,17 @@ class WorkerPool:
                     log.event(logging.INFO, "connections_accepted", database=self.database)
                 backoff.healthy()
                 again = self._after_fire(result, burst)
-                if self.s.budget.others_waiting(self.s.dsn):
+                if self._give_back(worker, result):
                     await self._close_worker(worker)  # in turn: the slot goes round
         finally:
             await self._close_worker(worker)
+
+    def _give_back(self, worker: Worker, result: dict[str, Any] | None) -> bool:
+        """Whether the worker gives its slot back after a fire: while another database
+        waits for one, when the fire found nothing or its slice is over."""
+        if not self.s.budget.others_waiting(self.s.dsn):
+            return False
+        return not result or time.monotonic() - worker.slot_since >= SLICE
 
     async def _worker_failed(
         self, worker: Worker, exc: Exception, backoff: Backoff, lost: bool
