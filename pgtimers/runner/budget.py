@@ -119,8 +119,13 @@ class ConnectionBudget:
         self._grant()
 
     def others_waiting(self, database: str) -> bool:
-        """Whether a worker of another database waits for a slot."""
-        return any(w.database != database for w in self._waiters)
+        """Whether a worker of a database that holds fewer slots than `database` waits for
+        one: `database` should give one back. (A database that holds as many waits for a
+        slot to come free: it asks for more than its share.)"""
+        mine = self.held_by[database]
+        return any(
+            w.database != database and self.held_by[w.database] < mine for w in self._waiters
+        )
 
     async def acquire(
         self, database: str, stops: tuple[asyncio.Event, ...], alive: Callable[[], None]
