@@ -120,11 +120,10 @@ BEGIN
         END IF;
         v_before := timers._grants_of(p_owner);
         BEGIN
-            IF v_16 THEN
-                EXECUTE format('GRANT %I TO %I WITH INHERIT TRUE, SET TRUE', p_owner, v_me);
-            ELSE
-                EXECUTE format('GRANT %I TO %I', p_owner, v_me);
-            END IF;
+            -- the options as a value, not in the statement's text: PostgreSQL 15 (and
+            -- plpgsql_check there) cannot parse GRANT ... WITH INHERIT
+            EXECUTE format('GRANT %I TO %I%s', p_owner, v_me,
+                           CASE WHEN v_16 THEN ' WITH INHERIT TRUE, SET TRUE' ELSE '' END);
         EXCEPTION WHEN insufficient_privilege OR invalid_grant_operation THEN
             PERFORM timers._refuse_hand_over(p_owner, 'grant');
         END;
