@@ -3,8 +3,9 @@
 -- block are the statement. Parameters are $1, $2 ... (asyncpg).
 
 -- name: fire
--- One fire in one round trip: claim and run a run-now request, a due timer or a keyed
--- timer (timers._fire); NULL when nothing is due.
+-- One fire in one round trip: claim and run a run-now request, a due timer (or its
+-- retry), a keyed timer or a backfill's next due time (timers._fire); NULL when nothing
+-- is due.
 SELECT timers._fire($1, $2::bigint[], $3::bigint[], $4, $5)
 
 -- name: reset_session
@@ -23,6 +24,9 @@ SELECT timers._run_due($1, $2, $3)
 
 -- name: run_request
 SELECT timers._run_request($1, $2)
+
+-- name: run_backfill
+SELECT timers._run_backfill($1, $2)
 
 -- name: next_wake
 -- The server's clock now, the earliest due time of anything (it may have passed: a

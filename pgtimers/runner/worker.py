@@ -125,6 +125,8 @@ class Worker:
                 await conn.fetchval(query("set_timeout"), str(claim["timeout_ms"]))
                 if kind == "request":
                     result = await conn.fetchval(query("run_request"), ident, self.runner_id)
+                elif kind == "backfill":
+                    result = await conn.fetchval(query("run_backfill"), ident, self.runner_id)
                 else:
                     result = await conn.fetchval(
                         query("run_due"), ident, claim["due_at"], self.runner_id
@@ -133,7 +135,9 @@ class Worker:
         except asyncpg.PostgresError as exc:
             if is_connection_error(exc):
                 raise
-            return {"failed": kind, "id": ident, "sqlstate": exc.sqlstate, "error": str(exc)}
+            # a backfill's failure quarantines its timer (claim's timer_id), as _fire's does
+            quarantined = claim.get("timer_id") or ident
+            return {"failed": kind, "id": quarantined, "sqlstate": exc.sqlstate, "error": str(exc)}
 
     def _machinery_failed(self, kind: str, ident: int, failure: dict[str, Any]) -> None:
         if kind != "request":

@@ -40,8 +40,14 @@ GRANT UPDATE (note)
     ON timers.locks TO pgtimers_runner;
 GRANT UPDATE (finished_at, result)
     ON timers.run_requests TO pgtimers_runner;
-GRANT UPDATE (next_due_at, expired, last_due_at, last_run_at, last_late_ms, max_late_ms, last_ok, last_error, last_took_ms, last_rows, runs, scheduled_runs, failures, skipped, last_skip_at, last_skip_reason, caught_up, catch_up_due_at)
+-- enabled and paused_at: a timer pauses itself after pause_after failed due times (the
+-- runner can stop running any timer anyway; it turns none on)
+GRANT UPDATE (next_due_at, expired, last_due_at, last_run_at, last_late_ms, max_late_ms, last_ok, last_error, last_took_ms, last_rows, runs, scheduled_runs, failures, skipped, last_skip_at, last_skip_reason, caught_up, catch_up_due_at, retry_due_at, retry_attempt, retry_at, fail_streak, enabled, paused_at)
     ON timers.timers TO pgtimers_runner;
+GRANT SELECT ON timers.backfill_jobs TO pgtimers_reader;
+GRANT SELECT, DELETE ON timers.backfill_jobs TO pgtimers_runner;
+GRANT UPDATE (done, failed, state, next_at, ended_at, note)
+    ON timers.backfill_jobs TO pgtimers_runner;
 
 COMMENT ON TABLE timers.runners IS
     'Runners serving this database; a runner is live while the control backend it registered is connected.';
@@ -81,5 +87,11 @@ COMMENT ON COLUMN timers.timers.executor IS
     'The function of schema timers_exec the timer''s SQL runs in: its owner is the role the timer runs as.';
 COMMENT ON COLUMN timers.keyed_timers.executor IS
     'The function of schema timers_exec the keyed timer''s SQL runs in: its owner is the role it runs as.';
+COMMENT ON TABLE timers.backfill_jobs IS
+    'One row per timers.backfill call (read view timers.backfills): the due times from_at <= d < to_at of a timer, run oldest first; next_at is the next one to run.';
+COMMENT ON COLUMN timers.timers.fire_at IS
+    'When a runner acts on the timer next: a failed run''s retry (retry_at), else next_due_at moved by its jitter (an offset in [0, jitter) that depends only on the timer and the due time).';
+COMMENT ON COLUMN timers.timers.fail_streak IS
+    'Due times in a row whose last attempt failed; pause_after of them turn the timer off (paused_at). timers.enable resets it.';
 COMMENT ON COLUMN timers.timers.zone IS
     'The zone the timer''s wall times are read in: its timezone, else the database''s default (timers.set_timezone), else UTC.';

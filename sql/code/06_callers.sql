@@ -22,7 +22,46 @@ CREATE OR REPLACE FUNCTION timers._notify(p_event text, p_object text) RETURNS v
             'database', current_database(), 'event', p_event, 'timer', p_object)::text)
     $$;
 
-  -- pruning ended transactions
+-- Announce an event to LISTEN pgtimers_events: a failed run, a skipped due time, a retry
+-- given up, a pause, a backfill's end. The payload is JSON {database, timer, event,
+-- due_at, attempt, error, sqlstate} plus p_extra; within NOTIFY's 8,000 bytes, the error
+-- is cut (never the event). Sent when the transaction commits, so only what happened.
+CREATE OR REPLACE FUNCTION timers._event(
+    p_event text, p_timer text, p_due timestamptz, p_attempt integer, p_error text,
+    p_sqlstate text, p_extra jsonb DEFAULT '{}') RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_error text := coalesce(p_error, '');
+    v_payload text;
+    v_over integer;
+    v_budget integer;  -- bytes the error may keep
+    v_keep integer;    -- characters it keeps
+    v_bytes integer;
+BEGIN
+    LOOP
+        v_payload := (jsonb_build_object(
+            'database', current_database(), 'timer', p_timer, 'event', p_event,
+            'due_at', timers._iso(p_due), 'attempt', p_attempt, 'error', v_error,
+            'sqlstate', coalesce(p_sqlstate, '')) || coalesce(p_extra, '{}'))::text;
+        v_over := octet_length(v_payload) - 7999;
+        EXIT WHEN v_over <= 0 OR v_error = '';
+        -- cut the error by what is over, in bytes, and room for the mark; look again (JSON
+        -- escapes can make it longer than its bytes)
+        v_budget := octet_length(v_error) - v_over - 16;
+        v_keep := greatest(v_budget, 0);
+        LOOP
+            v_bytes := octet_length(left(v_error, v_keep));
+            EXIT WHEN v_bytes <= v_budget OR v_keep = 0;
+            v_keep := greatest(v_keep - greatest((v_bytes - v_budget) / 4, 1), 0);
+        END LOOP;
+        v_error := CASE WHEN v_keep = 0 THEN '' ELSE left(v_error, v_keep) || ' … [cut]' END;
+    END LOOP;
+    PERFORM pg_notify('pgtimers_events', v_payload);
+END
+$$;
+
 -- Leave this call's caller ticket: (this transaction, current_user).
 CREATE OR REPLACE FUNCTION timers._ticket() RETURNS void
     LANGUAGE sql VOLATILE
@@ -69,6 +108,7 @@ $$;
 REVOKE ALL ON FUNCTION
     timers._audit(name,text,text,jsonb),
     timers._notify(text,text),
+    timers._event(text,text,timestamp with time zone,integer,text,text,jsonb),
     timers._ticket(),
     timers._take_ticket(name,text),
     timers._require_admin(text)
@@ -81,3 +121,6 @@ GRANT EXECUTE ON FUNCTION
 GRANT EXECUTE ON FUNCTION
     timers._ticket()
     TO pgtimers_admin;
+GRANT EXECUTE ON FUNCTION
+    timers._event(text,text,timestamp with time zone,integer,text,text,jsonb)
+    TO pgtimers_runner, pgtimers_admin;

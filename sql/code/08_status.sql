@@ -20,7 +20,8 @@ SELECT
     -- the role it runs as: its executor's owner (a rename or REASSIGN OWNED shows), else the
     -- name it was saved by (the executor is gone: DROP OWNED)
     coalesce(pg_get_userbyid((SELECT p.proowner FROM pg_proc p WHERE p.pronamespace = 'timers_exec'::regnamespace AND p.proname = t.executor)), t.owner)::text AS created_by,
-    coalesce((extract(epoch FROM t.next_due_at) * 1000)::bigint, 0) AS next_run_ms,
+    -- when it runs next: its due time moved by its jitter, or a failed run's retry
+    coalesce((extract(epoch FROM t.fire_at) * 1000)::bigint, 0) AS next_run_ms,
     coalesce((extract(epoch FROM t.last_run_at) * 1000)::bigint, 0) AS last_run_ms,
     coalesce((extract(epoch FROM t.last_due_at) * 1000)::bigint, 0) AS last_due_ms,
     t.last_late_ms,
@@ -31,8 +32,9 @@ SELECT
     t.last_rows,
     t.runs,
     t.failures,
+    -- failed due times: an attempt followed by a retry is not (yet) a failure
     (SELECT count(*) FROM timers.runs r
-      WHERE r.timer_id = t.id AND r.ok = false AND r.kind <> 'skipped'
+      WHERE r.timer_id = t.id AND r.ok = false AND r.kind <> 'skipped' AND r.retry_at IS NULL
         AND r.started_at > now() - interval '24 hours') AS failures_24h,
     t.skipped,
     coalesce((extract(epoch FROM t.last_skip_at) * 1000)::bigint, 0) AS last_skip_ms,
@@ -50,13 +52,20 @@ SELECT
     t.end_at,
     t.max_runs,
     t.expired,
-    t.locked
+    t.locked,
+    t.retries,
+    t.retry_delay,
+    t.pause_after,
+    t.jitter,
+    t.priority::integer AS priority,
+    -- turned off by pause_after (timers.enable turns it on again), else 0
+    coalesce((extract(epoch FROM t.paused_at) * 1000)::bigint, 0) AS paused_ms
 FROM timers.timers t
 -- deleted while running: gone already
 WHERE NOT EXISTS (SELECT 1 FROM timers.pending_changes pc WHERE pc.timer_id = t.id AND pc.action = 'delete');
 
 COMMENT ON VIEW timers.status IS
-    'One row per timer: the fields of GET /api/timers (to_jsonb(row) is the HTTP body), plus timezone, catch_up, start_at, end_at, max_runs, expired, locked.';
+    'One row per timer: the fields of GET /api/timers (to_jsonb(row) is the HTTP body), plus timezone, catch_up, start_at, end_at, max_runs, expired, locked and the run policies retries, retry_delay, pause_after, jitter, priority, and paused_ms (turned off by pause_after).';
 
 -- VOLATILE on purpose: it must see the row the same statement has just written.
 CREATE OR REPLACE FUNCTION timers._status(p_name text) RETURNS timers.status

@@ -101,6 +101,61 @@ BEGIN
 END
 $$;
 
+-- Validate the run policies of a save (retries, retry_delay, pause_after, jitter,
+-- priority); raises on the first bad one, naming it.
+CREATE OR REPLACE FUNCTION timers._check_policies(
+    p_retries integer, p_retry_delay interval, p_pause_after integer, p_jitter interval,
+    p_priority integer) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF p_retries IS NULL OR p_retries < 0 OR p_retries > 100 THEN
+        RAISE EXCEPTION 'bad retries %: use 0 (no retry, the default) to 100 attempts after the first',
+            coalesce(p_retries::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF p_retry_delay IS NULL OR p_retry_delay < interval '1 second' OR p_retry_delay > interval '1 hour' THEN
+        RAISE EXCEPTION 'bad retry_delay %: use 1 second to 1 hour (the default is 30 seconds; it doubles with each retry, to at most an hour)',
+            coalesce(quote_literal(p_retry_delay::text), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF p_pause_after IS NOT NULL AND (p_pause_after < 1 OR p_pause_after > 10000) THEN
+        RAISE EXCEPTION 'bad pause_after %: use a number of failed due times in a row from 1 to 10000, or NULL (never pause)',
+            p_pause_after USING ERRCODE = '22023';
+    END IF;
+    IF p_jitter IS NOT NULL AND (p_jitter < interval '0' OR p_jitter > interval '1 hour') THEN
+        RAISE EXCEPTION 'bad jitter %: use 0 to 1 hour, for example ''30 seconds'', or NULL (none)',
+            quote_literal(p_jitter::text) USING ERRCODE = '22023';
+    END IF;
+    IF p_priority IS NULL OR p_priority < -100 OR p_priority > 100 THEN
+        RAISE EXCEPTION 'bad priority %: use -100 to 100 (the default is 0; higher starts first when workers are short)',
+            coalesce(p_priority::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+END
+$$;
+
+-- A jitter must stay below the time between the timer's due times, else a due time's
+-- run could come after the next one: checked on its next two due times from p_now.
+CREATE OR REPLACE FUNCTION timers._check_jitter(p_jitter interval, t timers.timers, p_now timestamptz)
+    RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_first timestamptz;
+    v_second timestamptz;
+BEGIN
+    IF p_jitter IS NULL THEN
+        RETURN;
+    END IF;
+    v_first := timers._next_due(t.spec, p_now, t.zone, t.start_at);
+    v_second := timers._next_due(t.spec, v_first, t.zone, t.start_at);
+    IF v_second IS NOT NULL AND p_jitter >= v_second - v_first THEN
+        RAISE EXCEPTION 'bad jitter %: it must be less than the % between the timer''s due times',
+            quote_literal(p_jitter::text), v_second - v_first USING ERRCODE = '22023';
+    END IF;
+END
+$$;
+
 -- A trading schedule needs its calendar at save (22023 with a hint to make it).
 CREATE OR REPLACE FUNCTION timers._require_calendar(p_spec jsonb) RETURNS void
     LANGUAGE plpgsql STABLE
@@ -119,18 +174,21 @@ $$;
 
 -- A timer's definition from jsonb: name, schedule and sql, and the options of
 -- timers.save (enabled, timezone, catch_up, start_at, end_at, max_runs, timeout,
--- locked, test_clock); 22023 naming an unknown key or a value of the wrong type.
+-- locked, test_clock, retries, retry_delay, pause_after, jitter, priority); 22023
+-- naming an unknown key or a value of the wrong type. A JSON null is the default.
 CREATE OR REPLACE FUNCTION timers._timer_args(
     p_timer jsonb,
     OUT name text, OUT schedule text, OUT sql text, OUT enabled boolean, OUT timezone text,
     OUT catch_up text, OUT start_at timestamptz, OUT end_at timestamptz, OUT max_runs bigint,
-    OUT timeout interval, OUT locked boolean, OUT test_clock text)
+    OUT timeout interval, OUT locked boolean, OUT test_clock text, OUT retries integer,
+    OUT retry_delay interval, OUT pause_after integer, OUT jitter interval, OUT priority integer)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     c_keys constant text[] := ARRAY['name', 'schedule', 'sql', 'enabled', 'timezone', 'catch_up',
-                                    'start_at', 'end_at', 'max_runs', 'timeout', 'locked', 'test_clock'];
+                                    'start_at', 'end_at', 'max_runs', 'timeout', 'locked', 'test_clock',
+                                    'retries', 'retry_delay', 'pause_after', 'jitter', 'priority'];
     v_key text;
     v_value text;
 BEGIN
@@ -163,15 +221,22 @@ BEGIN
         end_at := (p_timer->>'end_at')::timestamptz;
         max_runs := (p_timer->>'max_runs')::bigint;
         timeout := (p_timer->>'timeout')::interval;
+        retries := coalesce((p_timer->>'retries')::integer, 0);
+        retry_delay := coalesce((p_timer->>'retry_delay')::interval, interval '30 seconds');
+        pause_after := (p_timer->>'pause_after')::integer;
+        jitter := (p_timer->>'jitter')::interval;
+        priority := coalesce((p_timer->>'priority')::integer, 0);
     EXCEPTION WHEN data_exception THEN
-        FOREACH v_key IN ARRAY ARRAY['enabled', 'locked', 'start_at', 'end_at', 'max_runs', 'timeout'] LOOP
+        FOREACH v_key IN ARRAY ARRAY['enabled', 'locked', 'start_at', 'end_at', 'max_runs', 'timeout',
+                                     'retries', 'retry_delay', 'pause_after', 'jitter', 'priority'] LOOP
             v_value := p_timer->>v_key;
             BEGIN
                 CASE v_key
                 WHEN 'enabled', 'locked' THEN PERFORM v_value::boolean;
                 WHEN 'start_at', 'end_at' THEN PERFORM v_value::timestamptz;
                 WHEN 'max_runs' THEN PERFORM v_value::bigint;
-                WHEN 'timeout' THEN PERFORM v_value::interval;
+                WHEN 'timeout', 'retry_delay', 'jitter' THEN PERFORM v_value::interval;
+                WHEN 'retries', 'pause_after', 'priority' THEN PERFORM v_value::integer;
                 END CASE;
             EXCEPTION WHEN data_exception THEN
                 RAISE EXCEPTION 'bad %: % (%)', v_key, timers._quoted(v_value), SQLERRM
@@ -206,6 +271,7 @@ BEGIN
     PERFORM timers._check_name(a.name);
     v_zone := CASE WHEN a.timezone IS NULL THEN NULL ELSE timers._check_zone(a.timezone) END;
     PERFORM timers._check_options(a.catch_up, a.start_at, a.end_at, a.max_runs, a.timeout, a.test_clock);
+    PERFORM timers._check_policies(a.retries, a.retry_delay, a.pause_after, a.jitter, a.priority);
     PERFORM timers._check_sql(a.sql);
     v_now := timers._now(a.test_clock);
     v_spec := timers._parse_schedule(a.schedule, timers._zone(v_zone), v_now);
@@ -230,13 +296,16 @@ BEGIN
     v_row.zone := timers._zone(v_zone);
     v_row.start_at := a.start_at;
     v_row.end_at := a.end_at;
+    PERFORM timers._check_jitter(nullif(a.jitter, interval '0'), v_row, v_now);
     v_next := timers._plan(v_row, v_now);
     INSERT INTO timers.timers AS t (name, schedule, spec, sql, enabled, timezone, catch_up, start_at,
                                     end_at, max_runs, timeout, locked, test_clock, owner, executor, zone,
-                                    next_due_at, expired)
+                                    next_due_at, expired, retries, retry_delay, pause_after, jitter,
+                                    priority)
     VALUES (a.name, v_spec->>'schedule', v_spec, a.sql, a.enabled, v_zone, a.catch_up, a.start_at,
             a.end_at, a.max_runs, a.timeout, a.locked, a.test_clock, p_owner, p_executor,
-            v_row.zone, v_next, v_next IS NULL AND a.enabled)
+            v_row.zone, v_next, v_next IS NULL AND a.enabled, a.retries, a.retry_delay, a.pause_after,
+            nullif(a.jitter, interval '0'), a.priority)
     ON CONFLICT ((lower(name))) DO UPDATE
         SET name = EXCLUDED.name, schedule = EXCLUDED.schedule, spec = EXCLUDED.spec,
             sql = EXCLUDED.sql, enabled = EXCLUDED.enabled, timezone = EXCLUDED.timezone,
@@ -244,14 +313,24 @@ BEGIN
             max_runs = EXCLUDED.max_runs, timeout = EXCLUDED.timeout, locked = EXCLUDED.locked,
             test_clock = EXCLUDED.test_clock, owner = EXCLUDED.owner,
             executor = EXCLUDED.executor, zone = EXCLUDED.zone, updated_at = now(),
-            expired = EXCLUDED.expired, scheduled_runs = 0, next_due_at = EXCLUDED.next_due_at
+            expired = EXCLUDED.expired, scheduled_runs = 0, next_due_at = EXCLUDED.next_due_at,
+            retries = EXCLUDED.retries, retry_delay = EXCLUDED.retry_delay,
+            pause_after = EXCLUDED.pause_after, jitter = EXCLUDED.jitter, priority = EXCLUDED.priority,
+            -- a new definition starts with a clean slate: no retry of the old one, no streak
+            retry_due_at = NULL, retry_attempt = NULL, retry_at = NULL, fail_streak = 0,
+            paused_at = NULL
     RETURNING t.* INTO v_row;
+    IF v_old.retry_at IS NOT NULL THEN
+        PERFORM timers._record_skips(v_old, ARRAY[v_old.retry_due_at], 1, v_old.retry_due_at,
+            v_old.retry_due_at, 'saved again before its retry', '');
+    END IF;
 
     PERFORM timers._audit(p_owner, 'save', v_row.name, jsonb_build_object(
         'created', v_old.id IS NULL, 'schedule', v_row.schedule, 'sql', a.sql,
         'enabled', a.enabled, 'timezone', v_zone, 'catch_up', a.catch_up, 'start_at', a.start_at,
         'end_at', a.end_at, 'max_runs', a.max_runs, 'timeout', a.timeout, 'locked', a.locked,
-        'test_clock', a.test_clock));
+        'test_clock', a.test_clock, 'retries', a.retries, 'retry_delay', a.retry_delay,
+        'pause_after', a.pause_after, 'jitter', nullif(a.jitter, interval '0'), 'priority', a.priority));
     RETURN v_row.name;
 END
 $$;
@@ -314,7 +393,9 @@ CREATE OR REPLACE FUNCTION timers.save(
     name text, schedule text, sql text,
     enabled boolean DEFAULT true, timezone text DEFAULT NULL, catch_up text DEFAULT NULL,
     start_at timestamptz DEFAULT NULL, end_at timestamptz DEFAULT NULL, max_runs bigint DEFAULT NULL,
-    timeout interval DEFAULT NULL, locked boolean DEFAULT false, test_clock text DEFAULT NULL)
+    timeout interval DEFAULT NULL, locked boolean DEFAULT false, test_clock text DEFAULT NULL,
+    retries integer DEFAULT 0, retry_delay interval DEFAULT '30 seconds', pause_after integer DEFAULT NULL,
+    jitter interval DEFAULT NULL, priority integer DEFAULT 0)
     RETURNS timers.status
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -324,11 +405,16 @@ BEGIN
     IF save.enabled IS NULL OR save.locked IS NULL THEN
         RAISE EXCEPTION 'enabled and locked must be true or false, not NULL' USING ERRCODE = '22004';
     END IF;
+    -- NULL is not the default for these: say so, as the JSON body's null would not
+    PERFORM timers._check_policies(save.retries, save.retry_delay, save.pause_after, save.jitter,
+                                   save.priority);
     RETURN timers._status((timers._save(current_user, jsonb_build_object(
         'name', save.name, 'schedule', save.schedule, 'sql', save.sql, 'enabled', save.enabled,
         'timezone', save.timezone, 'catch_up', save.catch_up, 'start_at', save.start_at,
         'end_at', save.end_at, 'max_runs', save.max_runs, 'timeout', save.timeout,
-        'locked', save.locked, 'test_clock', save.test_clock)))[1]);
+        'locked', save.locked, 'test_clock', save.test_clock, 'retries', save.retries,
+        'retry_delay', save.retry_delay, 'pause_after', save.pause_after, 'jitter', save.jitter,
+        'priority', save.priority)))[1]);
 END
 $$;
 
@@ -352,8 +438,8 @@ $$;
 COMMENT ON FUNCTION timers.save_many(jsonb) IS
     'Save many timers in one call, all or none: a JSON array of {name, schedule, sql, ...options of timers.save}. Returns how many. Needs pgtimers_admin.';
 
-COMMENT ON FUNCTION timers.save(text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text) IS
-    'Create or replace a timer; it runs as the role in effect now. Returns its timers.status row. Needs pgtimers_admin.';
+COMMENT ON FUNCTION timers.save(text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text, integer, interval, integer, interval, integer) IS
+    'Create or replace a timer; it runs as the role in effect now. Options: retries, retry_delay, pause_after, jitter, priority (docs/running.md). Returns its timers.status row. Needs pgtimers_admin.';
 
 -- The body of timers.enable; on a running timer the change waits for its run's end.
 CREATE OR REPLACE FUNCTION timers._set_enabled(p_actor name, p_name text, p_enabled boolean) RETURNS text
@@ -381,7 +467,10 @@ BEGIN
     t.enabled := p_enabled;
     UPDATE timers.timers
        SET enabled = p_enabled, updated_at = now(),
-           next_due_at = timers._plan(t, timers._now(t.test_clock))
+           next_due_at = timers._plan(t, timers._now(t.test_clock)),
+           -- turned on: a pause ends, and failures in a row count from 0 again
+           fail_streak = CASE WHEN p_enabled THEN 0 ELSE fail_streak END,
+           paused_at = CASE WHEN p_enabled THEN NULL ELSE paused_at END
      WHERE id = t.id;
     PERFORM timers._audit(p_actor, CASE WHEN p_enabled THEN 'enable' ELSE 'disable' END, t.name,
                           jsonb_build_object('enabled', p_enabled));
@@ -424,6 +513,7 @@ BEGIN
         RETURN;
     END IF;
     DELETE FROM timers.timers WHERE id = t.id;
+    PERFORM timers._end_backfills(t.id, 'the timer was deleted');
     PERFORM timers._audit(p_actor, 'delete', t.name,
                           jsonb_build_object('schedule', t.schedule, 'sql', t.sql, 'owner', t.owner));
     PERFORM timers._notify('delete', t.name);
@@ -547,11 +637,14 @@ BEGIN
     END IF;
     IF v_action = 'delete' THEN
         DELETE FROM timers.timers WHERE id = p_id;
+        PERFORM timers._end_backfills(p_id, 'the timer was deleted');
     ELSE
         t.enabled := v_action = 'enable';
         UPDATE timers.timers
            SET enabled = t.enabled, updated_at = now(),
-               next_due_at = timers._plan(t, timers._now(t.test_clock))
+               next_due_at = timers._plan(t, timers._now(t.test_clock)),
+               fail_streak = CASE WHEN t.enabled THEN 0 ELSE fail_streak END,
+               paused_at = CASE WHEN t.enabled THEN NULL ELSE paused_at END
          WHERE id = p_id;
     END IF;
     PERFORM timers._notify(v_action, t.name);
@@ -677,9 +770,11 @@ REVOKE ALL ON FUNCTION
     timers._lock_for_change(text),
     timers._refuse_locked(timers.timers,text),
     timers._check_options(text,timestamp with time zone,timestamp with time zone,bigint,interval,text),
+    timers._check_policies(integer,interval,integer,interval,integer),
+    timers._check_jitter(interval,timers.timers,timestamp with time zone),
     timers._require_calendar(jsonb),
     timers._save(name,jsonb),
-    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text),
+    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer),
     timers._set_enabled(name,text,boolean),
     timers.enable(text,boolean),
     timers._delete(name,text),
@@ -700,8 +795,10 @@ GRANT EXECUTE ON FUNCTION
     timers._lock_for_change(text),
     timers._refuse_locked(timers.timers,text),
     timers._check_options(text,timestamp with time zone,timestamp with time zone,bigint,interval,text),
+    timers._check_policies(integer,interval,integer,interval,integer),
+    timers._check_jitter(interval,timers.timers,timestamp with time zone),
     timers._require_calendar(jsonb),
-    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text),
+    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer),
     timers.save_many(jsonb),
     timers.enable(text,boolean),
     timers.delete(text),

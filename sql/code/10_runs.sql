@@ -4,33 +4,35 @@
 -- Repeatable: applied whole on every install and upgrade, after the versioned
 -- migrations (docs/design.md). Each object here is defined in this file only.
 
--- Due timers in due order, without locking: the server's clock for plain
--- timers (index timers_due), each test clock's time for timers on one.
+-- Due timers in the order they fire, without locking: the server's clock for plain
+-- timers (index timers_due), each test clock's time for timers on one. due_at is the
+-- due time a run would run (a retry's, else the next), fire_at when it fires.
 CREATE OR REPLACE FUNCTION timers._due(p_limit integer)
-    RETURNS TABLE (id bigint, due_at timestamptz, test_clock text)
+    RETURNS TABLE (id bigint, due_at timestamptz, test_clock text, fire_at timestamptz)
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
-        SELECT d.id, d.due_at, d.test_clock FROM (
-            (SELECT t.id, t.next_due_at AS due_at, NULL::text AS test_clock
+        SELECT d.id, d.due_at, d.test_clock, d.fire_at FROM (
+            (SELECT t.id, coalesce(t.retry_due_at, t.next_due_at) AS due_at, NULL::text AS test_clock,
+                    t.fire_at
                FROM timers.timers t
-              WHERE t.next_due_at <= now() AND t.test_clock IS NULL
-              ORDER BY t.next_due_at, t.id
+              WHERE t.fire_at <= now() AND t.test_clock IS NULL
+              ORDER BY t.fire_at, t.id
               LIMIT p_limit)
             UNION ALL
-            (SELECT t.id, t.next_due_at, t.test_clock
+            (SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.test_clock, t.fire_at
                FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
-              WHERE t.test_clock IS NOT NULL AND t.next_due_at IS NOT NULL AND t.next_due_at <= c.now
-              ORDER BY t.next_due_at, t.id
+              WHERE t.test_clock IS NOT NULL AND t.fire_at IS NOT NULL AND t.fire_at <= c.now
+              ORDER BY t.fire_at, t.id
               LIMIT p_limit)
         ) d
-        ORDER BY d.due_at, d.id
+        ORDER BY d.fire_at, d.id
         LIMIT p_limit
     $$;
 
 -- When the runner must look next (db_now, wake_at) and the first due time still
--- ahead (next_at): the earliest due or owed time on the server's clock, or now when
--- a test-clock timer, a keyed timer on one or a run-now request is waiting. Each part
+-- ahead (next_at): the earliest fire or owed time on the server's clock, or now when
+-- a test-clock timer, a keyed timer on one, a backfill or a run-now request is waiting. Each part
 -- reads one index entry. PL/pgSQL, not SQL: its plan is made once per session and
 -- kept (a SQL function's is made again on every call, which cost more than running it).
 CREATE OR REPLACE FUNCTION timers._next_wake(
@@ -41,13 +43,15 @@ CREATE OR REPLACE FUNCTION timers._next_wake(
 BEGIN
         SELECT clock_timestamp(),
             least(
-                (SELECT t.next_due_at FROM timers.timers t
-                  WHERE t.next_due_at IS NOT NULL AND t.test_clock IS NULL
-                  ORDER BY t.next_due_at, t.id LIMIT 1),
+                (SELECT t.fire_at FROM timers.timers t
+                  WHERE t.fire_at IS NOT NULL AND t.test_clock IS NULL
+                  ORDER BY t.fire_at, t.id LIMIT 1),
                 (SELECT now() WHERE EXISTS (
                     SELECT 1 FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
-                     WHERE t.test_clock IS NOT NULL AND t.next_due_at IS NOT NULL
-                       AND t.next_due_at <= c.now)),
+                     WHERE t.test_clock IS NOT NULL AND t.fire_at IS NOT NULL
+                       AND t.fire_at <= c.now)),
+                (SELECT now() WHERE EXISTS (
+                    SELECT 1 FROM timers.backfill_jobs b WHERE b.state = 'running')),
                 (SELECT now() WHERE EXISTS (
                     SELECT 1 FROM timers.run_requests r
                      WHERE r.finished_at IS NULL AND r.requested_at > now() - interval '5 minutes')),
@@ -58,9 +62,9 @@ BEGIN
                     SELECT 1 FROM timers.keyed_timers k JOIN timers.test_clocks c ON c.name = k.test_clock
                      WHERE k.test_clock IS NOT NULL AND k.status = 'armed' AND k.owed_at <= c.now))),
             least(
-                (SELECT t.next_due_at FROM timers.timers t
-                  WHERE t.next_due_at > now() AND t.test_clock IS NULL
-                  ORDER BY t.next_due_at, t.id LIMIT 1),
+                (SELECT t.fire_at FROM timers.timers t
+                  WHERE t.fire_at > now() AND t.test_clock IS NULL
+                  ORDER BY t.fire_at, t.id LIMIT 1),
                 (SELECT k.owed_at FROM timers.keyed_timers k
                   WHERE k.status = 'armed' AND k.test_clock IS NULL AND k.owed_at > now()
                   ORDER BY k.owed_at, k.place, k.key LIMIT 1))
@@ -93,6 +97,8 @@ BEGIN
                 format('%s due times from %s to %s skipped: %s',
                        p_count, timers._iso(p_first), timers._iso(p_last), p_reason), p_runner);
     END IF;
+    PERFORM timers._event('skipped', t.name, p_first, NULL, '', '', jsonb_build_object(
+        'count', p_count, 'last', timers._iso(p_last), 'reason', p_reason));
     RETURN jsonb_build_object('count', p_count, 'first', timers._iso(p_first),
                               'last', timers._iso(p_last), 'reason', p_reason);
 END
@@ -176,10 +182,13 @@ BEGIN
 END
 $$;
 
--- A scheduled or run-now run of a timer's SQL, in a sub-block (a savepoint): an
--- error or the time limit (statement_timeout, set by the runner) rolls back the
--- SQL's effects only. Sets the run context first. Returns the outcome.
-CREATE OR REPLACE FUNCTION timers._execute(t timers.timers, p_due timestamptz, p_now timestamptz)
+-- A run of a timer's SQL (scheduled, retry, backfill or run-now), in a sub-block (a
+-- savepoint): an error or the time limit (statement_timeout, set by the runner) rolls
+-- back the SQL's effects only. Sets the run context first: pgtimers.timer, due_at and
+-- attempt. Lateness counts from p_planned, when the run was meant to start (the due
+-- time moved by jitter, or a retry's time). Returns the outcome.
+CREATE OR REPLACE FUNCTION timers._execute(
+    t timers.timers, p_due timestamptz, p_now timestamptz, p_attempt integer, p_planned timestamptz)
     RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -193,6 +202,7 @@ DECLARE
 BEGIN
     PERFORM set_config('pgtimers.timer', t.name, true);
     PERFORM set_config('pgtimers.due_at', timers._iso(p_due), true);
+    PERFORM set_config('pgtimers.attempt', p_attempt::text, true);
     PERFORM set_config('application_name', left('pgtimers: ' || t.name, 63), true);
     v_start := clock_timestamp();
     BEGIN
@@ -209,8 +219,8 @@ BEGIN
     RETURN jsonb_build_object(
         'ok', v_ok, 'error', v_error, 'sqlstate', v_state, 'rows', coalesce(v_rows, 0),
         'started_at', v_start, 'took_ms', timers._ms(clock_timestamp() - v_start),
-        'late_ms', CASE WHEN t.test_clock IS NULL THEN timers._ms(v_start - p_due)
-                        ELSE timers._ms(p_now - p_due) END);
+        'late_ms', CASE WHEN t.test_clock IS NULL THEN timers._ms(v_start - p_planned)
+                        ELSE timers._ms(p_now - p_planned) END);
 END
 $$;
 
@@ -253,11 +263,121 @@ BEGIN
 END
 $$;
 
--- The whole run of one due time, in the caller's transaction. The runner has
--- claimed the row (the runner's named query claim_due) and set statement_timeout;
--- this locks it again (a no-op for the claimer), so it is also safe to call on
--- its own. Returns NULL when the due time is not this caller's to run (run by
--- someone else, being run, no longer due), else what happened, as jsonb.
+-- The next attempt of a due time whose attempt p_attempt failed at p_ended: its time
+-- (retry_at), or why none is made (given_up); both NULL for a timer without retries.
+-- The delay doubles from retry_delay with each attempt, at most an hour; a retry at or
+-- after the timer's next due time p_next_due would overlap it and is not made.
+CREATE OR REPLACE FUNCTION timers._next_attempt(
+    t timers.timers, p_attempt integer, p_ended timestamptz, p_next_due timestamptz,
+    OUT retry_at timestamptz, OUT given_up text)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF t.retries < 1 THEN
+        RETURN;
+    END IF;
+    IF p_attempt > t.retries THEN
+        given_up := format('retries exhausted: all %s attempts failed', p_attempt);
+        RETURN;
+    END IF;
+    retry_at := p_ended + least(t.retry_delay * power(2, least(p_attempt - 1, 20)), interval '1 hour');
+    IF p_next_due IS NOT NULL AND retry_at >= p_next_due THEN
+        retry_at := NULL;
+        given_up := 'retry would overlap the next due time';
+    END IF;
+END
+$$;
+
+-- What an attempt that failed leaves in the timer's row: whether it is the due time's
+-- final outcome (no retry follows), the streak of due times failed in a row, whether
+-- that streak pauses the timer (pause_after), and last_error, which says which
+-- attempt it was and what comes next.
+CREATE OR REPLACE FUNCTION timers._failed_outcome(
+    t timers.timers, p_attempt integer, p_error text, p_retry_at timestamptz, p_given_up text,
+    OUT final boolean, OUT streak integer, OUT pause boolean, OUT last_error text)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    final := p_retry_at IS NULL;
+    streak := t.fail_streak + CASE WHEN final THEN 1 ELSE 0 END;
+    pause := final AND t.enabled AND t.pause_after IS NOT NULL AND streak >= t.pause_after;
+    last_error := CASE
+        WHEN pause THEN format('paused after %s failed due times in a row (pause_after %s); SELECT timers.enable(%L) turns it on again. The last error: %s',
+                               streak, t.pause_after, t.name, p_error)
+        WHEN p_retry_at IS NOT NULL THEN format('%s (attempt %s of %s; the next at %s)',
+                                                p_error, p_attempt, t.retries + 1, timers._iso(p_retry_at))
+        WHEN p_given_up IS NOT NULL THEN format('%s (attempt %s; %s)', p_error, p_attempt, p_given_up)
+        ELSE p_error END;
+END
+$$;
+
+-- Say what a failed attempt of due time p_due led to: the failed event, a retry given
+-- up (an overlap is also a skipped due time, with its reason), a pause (audited).
+CREATE OR REPLACE FUNCTION timers._announce_failure(
+    t timers.timers, p_kind text, p_due timestamptz, p_attempt integer, r jsonb,
+    p_retry_at timestamptz, p_given_up text, p_paused boolean, p_streak integer, p_runner text)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM timers._event('failed', t.name, p_due, p_attempt, r->>'error', r->>'sqlstate',
+        jsonb_build_object('kind', p_kind, 'retry_at', timers._iso(p_retry_at)));
+    IF p_given_up IS NOT NULL THEN
+        PERFORM timers._event('retry_given_up', t.name, p_due, p_attempt, r->>'error', r->>'sqlstate',
+            jsonb_build_object('reason', p_given_up));
+        IF p_given_up = 'retry would overlap the next due time' THEN
+            PERFORM timers._record_skips(t, ARRAY[p_due], 1, p_due, p_due, p_given_up, p_runner);
+        END IF;
+    END IF;
+    IF p_paused THEN
+        PERFORM timers._paused(t, p_due, p_attempt, r->>'error', r->>'sqlstate', p_streak, p_runner);
+    END IF;
+END
+$$;
+
+-- Say that this transaction paused timer t after p_streak failed due times in a row:
+-- its audit row and the paused event.
+CREATE OR REPLACE FUNCTION timers._paused(
+    t timers.timers, p_due timestamptz, p_attempt integer, p_error text, p_sqlstate text,
+    p_streak integer, p_runner text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM timers._audit_pause(t.id, jsonb_build_object(
+        'failed_in_a_row', p_streak, 'pause_after', t.pause_after, 'due_at', timers._iso(p_due),
+        'error', p_error, 'runner', p_runner));
+    PERFORM timers._event('paused', t.name, p_due, p_attempt, p_error, p_sqlstate,
+        jsonb_build_object('failed_in_a_row', p_streak));
+END
+$$;
+
+-- The audit row of a pause, written for the runner (which may not write the audit): only
+-- for a timer that this transaction has paused.
+CREATE OR REPLACE FUNCTION timers._audit_pause(p_id bigint, p_detail jsonb) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_name text;
+BEGIN
+    SELECT t.name INTO v_name FROM timers.timers t
+     WHERE t.id = p_id AND NOT t.enabled AND t.paused_at = now();
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'timer % was not paused by this transaction', p_id USING ERRCODE = '42501';
+    END IF;
+    PERFORM timers._audit(current_user, 'pause', v_name, p_detail);
+END
+$$;
+
+-- The whole run of one due time, in the caller's transaction: its first attempt, or (a
+-- retry of it is due) the next one. The runner has claimed the row (timers._fire) and
+-- set statement_timeout; this locks it again (a no-op for the claimer), so it is also
+-- safe to call on its own. Returns NULL when the due time is not this caller's to run
+-- (run by someone else, being run, no longer due), else what happened, as jsonb.
 CREATE OR REPLACE FUNCTION timers._run_due(p_id bigint, p_due timestamptz, p_runner text)
     RETURNS jsonb
     LANGUAGE plpgsql
@@ -267,6 +387,7 @@ DECLARE
     t timers.timers;
     v_now timestamptz;
     v_due timestamptz := p_due;
+    v_planned timestamptz;
     v_kind text;
     v_started timestamptz;
     v_ended timestamptz;
@@ -275,18 +396,30 @@ DECLARE
     v_event jsonb;
     w record;
     a record;
+    o record;
     r jsonb;
     v_ok boolean;
     v_late bigint;
+    v_retry_at timestamptz;
+    v_given_up text;
+    v_final boolean := true;
+    v_streak integer := 0;
+    v_pause boolean := false;
+    v_last_error text := '';
 BEGIN
-    SELECT * INTO t FROM timers.timers
-     WHERE id = p_id AND next_due_at = p_due FOR UPDATE SKIP LOCKED;
+    SELECT * INTO t FROM timers.timers WHERE id = p_id FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
     -- turned off or deleted while it ran: done now, and nothing runs
     IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id)
        AND timers._apply_pending(t.id) THEN
+        RETURN NULL;
+    END IF;
+    IF t.retry_due_at = p_due THEN
+        RETURN timers._run_retry(t, p_runner);
+    END IF;
+    IF t.next_due_at IS DISTINCT FROM p_due OR t.retry_at IS NOT NULL THEN
         RETURN NULL;
     END IF;
     IF NOT t.enabled OR t.expired THEN
@@ -300,13 +433,14 @@ BEGIN
         RETURN jsonb_build_object('timer', t.name, 'due_at', timers._iso(p_due), 'replanned', true);
     END IF;
     v_now := timers._now(t.test_clock);
-    IF v_now IS NULL OR p_due > v_now THEN
+    IF v_now IS NULL OR t.fire_at > v_now THEN
         RETURN NULL;
     END IF;
     v_kind := CASE WHEN t.catch_up_due_at = p_due THEN 'catch_up' ELSE 'scheduled' END;
+    v_planned := t.fire_at;
 
     -- Never run a due time whose successor has come (unless catch_up = 'all'):
-    -- the earlier ones are skipped, the latest runs.
+    -- the earlier ones are skipped, the latest runs, at its own time (jitter).
     IF coalesce(t.catch_up, 'skip') <> 'all' AND t.spec->>'kind' <> 'once' THEN
         w := timers._walk_dues(t, p_due, v_now);
         IF w.n > 1 THEN
@@ -316,10 +450,16 @@ BEGIN
             v_skips := v_skips || jsonb_build_array(v_event);
             v_due := w.last_due;
             v_kind := 'scheduled';
+            UPDATE timers.timers SET next_due_at = v_due, catch_up_due_at = NULL
+             WHERE id = t.id RETURNING fire_at INTO v_planned;
+            IF v_planned > v_now THEN
+                RETURN jsonb_build_object('timer', t.name, 'due_at', timers._iso(v_due),
+                                          'fires_at', timers._iso(v_planned), 'skipped', v_skips);
+            END IF;
         END IF;
     END IF;
 
-    r := timers._execute(t, v_due, v_now);
+    r := timers._execute(t, v_due, v_now, 1, v_planned);
     v_ok := (r->>'ok')::boolean;
     v_late := (r->>'late_ms')::bigint;
     IF t.test_clock IS NULL THEN
@@ -337,6 +477,16 @@ BEGIN
             format('the run due at %s was still running', timers._iso(v_due)), p_runner);
         v_skips := v_skips || jsonb_build_array(v_event);
     END IF;
+    IF NOT v_ok THEN
+        SELECT x.retry_at, x.given_up INTO v_retry_at, v_given_up
+          FROM timers._next_attempt(t, 1, v_ended,
+                                    CASE WHEN a.catch_up THEN v_ended ELSE a.next_due END) x;
+        o := timers._failed_outcome(t, 1, r->>'error', v_retry_at, v_given_up);
+        v_final := o.final;
+        v_streak := o.streak;
+        v_pause := o.pause;
+        v_last_error := o.last_error;
+    END IF;
 
     UPDATE timers.timers SET
         last_due_at = v_due,
@@ -344,21 +494,32 @@ BEGIN
         last_late_ms = v_late,
         max_late_ms = greatest(max_late_ms, v_late),
         last_ok = v_ok,
-        last_error = r->>'error',
+        last_error = v_last_error,
         last_took_ms = (r->>'took_ms')::bigint,
         last_rows = (r->>'rows')::bigint,
-        runs = runs + 1,
+        runs = runs + CASE WHEN v_final THEN 1 ELSE 0 END,
         scheduled_runs = scheduled_runs + 1,
-        failures = failures + CASE WHEN v_ok THEN 0 ELSE 1 END,
+        failures = failures + CASE WHEN v_final AND NOT v_ok THEN 1 ELSE 0 END,
         caught_up = caught_up + CASE WHEN v_kind = 'catch_up' THEN 1 ELSE 0 END,
-        next_due_at = a.next_due,
-        catch_up_due_at = CASE WHEN a.catch_up THEN a.next_due END,
+        fail_streak = v_streak,
+        retry_due_at = CASE WHEN NOT v_final THEN v_due END,
+        retry_attempt = CASE WHEN NOT v_final THEN 2 END,
+        retry_at = CASE WHEN NOT v_final THEN v_retry_at END,
+        enabled = enabled AND NOT v_pause,
+        paused_at = CASE WHEN v_pause THEN now() ELSE paused_at END,
+        next_due_at = CASE WHEN v_pause THEN NULL ELSE a.next_due END,
+        catch_up_due_at = CASE WHEN a.catch_up AND NOT v_pause THEN a.next_due END,
         expired = (a.next_due IS NULL)
      WHERE id = t.id;
     INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, late_ms, ok,
-                             error, rows, runner)
+                             error, rows, runner, attempt, retry_at)
     VALUES (t.id, t.name, v_kind, v_due, (r->>'started_at')::timestamptz, (r->>'took_ms')::bigint,
-            v_late, v_ok, r->>'error', (r->>'rows')::bigint, p_runner);
+            v_late, v_ok, r->>'error', (r->>'rows')::bigint, p_runner, 1,
+            CASE WHEN NOT v_final THEN v_retry_at END);
+    IF NOT v_ok THEN
+        PERFORM timers._announce_failure(t, v_kind, v_due, 1, r,
+            CASE WHEN NOT v_final THEN v_retry_at END, v_given_up, v_pause, v_streak, p_runner);
+    END IF;
     -- a change asked for during the run takes effect with it
     IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id) THEN
         PERFORM timers._apply_pending(t.id);
@@ -369,7 +530,131 @@ BEGIN
         'error', r->>'error', 'sqlstate', r->>'sqlstate', 'rows', (r->>'rows')::bigint,
         'took_ms', (r->>'took_ms')::bigint, 'late_ms', v_late,
         'next_due_at', timers._iso(a.next_due), 'expired', a.next_due IS NULL,
-        'skipped', v_skips);
+        'skipped', v_skips, 'attempt', 1,
+        'retry_at', CASE WHEN NOT v_final THEN timers._iso(v_retry_at) END,
+        'gave_up', v_given_up, 'paused', v_pause);
+END
+$$;
+
+-- The next attempt of a due time whose earlier attempt failed (t: its row, locked by
+-- the caller). Given up, and recorded as skipped, when the timer's next due time has
+-- come first or it was turned off; else run, with pgtimers.attempt its number.
+CREATE OR REPLACE FUNCTION timers._run_retry(t timers.timers, p_runner text) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_now timestamptz := timers._now(t.test_clock);
+    v_started timestamptz;
+    v_ended timestamptz;
+    v_retry_at timestamptz;
+    v_given_up text;
+    o record;
+    r jsonb;
+    v_ok boolean;
+    v_final boolean := true;
+    v_streak integer := 0;
+    v_pause boolean := false;
+    v_last_error text := '';
+BEGIN
+    IF v_now IS NULL OR t.retry_at > v_now THEN
+        RETURN NULL;
+    END IF;
+    IF NOT t.enabled OR (t.next_due_at IS NOT NULL AND t.next_due_at <= v_now) THEN
+        RETURN timers._give_up_retry(t, CASE WHEN t.enabled THEN 'retry would overlap the next due time'
+                                             ELSE 'turned off before its retry' END, p_runner);
+    END IF;
+
+    r := timers._execute(t, t.retry_due_at, v_now, t.retry_attempt, t.retry_at);
+    v_ok := (r->>'ok')::boolean;
+    IF t.test_clock IS NULL THEN
+        v_started := (r->>'started_at')::timestamptz;
+        v_ended := clock_timestamp();
+    ELSE
+        v_started := v_now;
+        v_ended := v_now;
+    END IF;
+    IF NOT v_ok THEN
+        SELECT x.retry_at, x.given_up INTO v_retry_at, v_given_up
+          FROM timers._next_attempt(t, t.retry_attempt, v_ended, t.next_due_at) x;
+        o := timers._failed_outcome(t, t.retry_attempt, r->>'error', v_retry_at, v_given_up);
+        v_final := o.final;
+        v_streak := o.streak;
+        v_pause := o.pause;
+        v_last_error := o.last_error;
+    END IF;
+    UPDATE timers.timers SET
+        last_run_at = v_started,
+        last_ok = v_ok,
+        last_error = v_last_error,
+        last_took_ms = (r->>'took_ms')::bigint,
+        last_rows = (r->>'rows')::bigint,
+        runs = runs + CASE WHEN v_final THEN 1 ELSE 0 END,
+        failures = failures + CASE WHEN v_final AND NOT v_ok THEN 1 ELSE 0 END,
+        fail_streak = v_streak,
+        retry_due_at = CASE WHEN NOT v_final THEN retry_due_at END,
+        retry_attempt = CASE WHEN NOT v_final THEN retry_attempt + 1 END,
+        retry_at = CASE WHEN NOT v_final THEN v_retry_at END,
+        enabled = enabled AND NOT v_pause,
+        paused_at = CASE WHEN v_pause THEN now() ELSE paused_at END,
+        next_due_at = CASE WHEN v_pause THEN NULL ELSE next_due_at END
+     WHERE id = t.id;
+    INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, late_ms, ok,
+                             error, rows, runner, attempt, retry_at)
+    VALUES (t.id, t.name, 'retry', t.retry_due_at, (r->>'started_at')::timestamptz,
+            (r->>'took_ms')::bigint, (r->>'late_ms')::bigint, v_ok, r->>'error', (r->>'rows')::bigint,
+            p_runner, t.retry_attempt, CASE WHEN NOT v_final THEN v_retry_at END);
+    IF NOT v_ok THEN
+        PERFORM timers._announce_failure(t, 'retry', t.retry_due_at, t.retry_attempt, r,
+            CASE WHEN NOT v_final THEN v_retry_at END, v_given_up, v_pause, v_streak, p_runner);
+    END IF;
+    IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id) THEN
+        PERFORM timers._apply_pending(t.id);
+    END IF;
+    RETURN jsonb_build_object(
+        'timer', t.name, 'kind', 'retry', 'due_at', timers._iso(t.retry_due_at), 'ok', v_ok,
+        'error', r->>'error', 'sqlstate', r->>'sqlstate', 'rows', (r->>'rows')::bigint,
+        'took_ms', (r->>'took_ms')::bigint, 'late_ms', (r->>'late_ms')::bigint,
+        'attempt', t.retry_attempt,
+        'retry_at', CASE WHEN NOT v_final THEN timers._iso(v_retry_at) END,
+        'gave_up', v_given_up, 'paused', v_pause);
+END
+$$;
+
+-- A pending retry that is not made (p_why: the next due time came first, or the timer
+-- was turned off): the due time's last attempt stays its final outcome, a failure, and
+-- the retry is recorded as a skipped due time with the reason.
+CREATE OR REPLACE FUNCTION timers._give_up_retry(t timers.timers, p_why text, p_runner text)
+    RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    -- the last attempt's own error (last_error says more: which attempt, what next)
+    v_error text := coalesce((SELECT r.error FROM timers.runs r
+                               WHERE r.timer_id = t.id AND r.due_at = t.retry_due_at AND r.ok = false
+                               ORDER BY r.started_at DESC LIMIT 1), t.last_error);
+    o record := timers._failed_outcome(t, t.retry_attempt - 1, v_error, NULL, p_why);
+    v_skip jsonb;
+BEGIN
+    UPDATE timers.timers SET
+        retry_due_at = NULL, retry_attempt = NULL, retry_at = NULL,
+        runs = runs + 1, failures = failures + 1, fail_streak = o.streak,
+        last_error = o.last_error,
+        enabled = enabled AND NOT o.pause,
+        paused_at = CASE WHEN o.pause THEN now() ELSE paused_at END,
+        next_due_at = CASE WHEN o.pause THEN NULL ELSE next_due_at END
+     WHERE id = t.id;
+    PERFORM timers._event('retry_given_up', t.name, t.retry_due_at, t.retry_attempt - 1,
+        v_error, '', jsonb_build_object('reason', p_why));
+    v_skip := timers._record_skips(t, ARRAY[t.retry_due_at], 1, t.retry_due_at, t.retry_due_at,
+                                   p_why, p_runner);
+    IF o.pause THEN
+        PERFORM timers._paused(t, t.retry_due_at, t.retry_attempt - 1, v_error, '', o.streak, p_runner);
+    END IF;
+    RETURN jsonb_build_object('timer', t.name, 'kind', 'retry', 'due_at', timers._iso(t.retry_due_at),
+        'attempt', t.retry_attempt, 'gave_up', p_why, 'paused', o.pause,
+        'skipped', jsonb_build_array(v_skip));
 END
 $$;
 
@@ -390,12 +675,12 @@ BEGIN
         SELECT * FROM timers.timers x
          -- the candidates come from the due indexes, never a scan of every timer
          WHERE x.id IN (SELECT d.id FROM timers.timers d
-                         WHERE d.test_clock IS NULL AND d.next_due_at <= now()
+                         WHERE d.test_clock IS NULL AND d.fire_at <= now()
                         UNION ALL
                         SELECT d.id FROM timers.timers d
                           JOIN timers.test_clocks k ON k.name = d.test_clock
-                         WHERE d.test_clock IS NOT NULL AND d.next_due_at IS NOT NULL
-                           AND d.next_due_at <= k.now)
+                         WHERE d.test_clock IS NOT NULL AND d.fire_at IS NOT NULL
+                           AND d.fire_at <= k.now)
            AND x.enabled AND NOT x.expired
          ORDER BY x.id
            FOR UPDATE OF x SKIP LOCKED
@@ -425,7 +710,7 @@ DECLARE
 BEGIN
     FOR t IN
         SELECT * FROM timers.timers x
-         WHERE x.test_clock IS NULL AND x.next_due_at > p_from AND x.next_due_at <= p_to
+         WHERE x.test_clock IS NULL AND x.fire_at > p_from AND x.fire_at <= p_to
            AND x.enabled AND NOT x.expired
          ORDER BY x.id
            FOR UPDATE SKIP LOCKED
@@ -455,14 +740,65 @@ CREATE OR REPLACE FUNCTION timers._run_error(p_sqlstate text, p_message text, p_
             ELSE timers._cut(p_message) END
     $$;
 
+-- Claim (lock, SKIP LOCKED) the timer that fires first among those due: on the server's
+-- clock higher priority first, then the earlier fire time; then test clocks. due_at is
+-- the due time its run runs (a retry's, else the next). Each step reads one index:
+-- timers with a priority (rare) have timers_due_ranked, the rest timers_due.
+CREATE OR REPLACE FUNCTION timers._claim_due(
+    p_skip bigint[], OUT id bigint, OUT due_at timestamptz, OUT timeout interval)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout INTO id, due_at, timeout
+      FROM timers.timers t
+     WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority <> 0 AND t.priority > 0
+       AND t.id <> ALL (p_skip)
+     ORDER BY t.priority DESC, t.fire_at, t.id
+     LIMIT 1
+       FOR UPDATE SKIP LOCKED;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout INTO id, due_at, timeout
+      FROM timers.timers t
+     WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority = 0 AND t.id <> ALL (p_skip)
+     ORDER BY t.fire_at, t.id
+     LIMIT 1
+       FOR UPDATE SKIP LOCKED;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout INTO id, due_at, timeout
+      FROM timers.timers t
+     WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority <> 0 AND t.priority < 0
+       AND t.id <> ALL (p_skip)
+     ORDER BY t.priority DESC, t.fire_at, t.id
+     LIMIT 1
+       FOR UPDATE SKIP LOCKED;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout INTO id, due_at, timeout
+      FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
+     WHERE t.test_clock IS NOT NULL AND t.fire_at IS NOT NULL AND t.fire_at <= c.now
+       AND t.id <> ALL (p_skip)
+     ORDER BY t.priority DESC, t.fire_at, t.id
+     LIMIT 1
+       FOR UPDATE OF t SKIP LOCKED;
+END
+$$;
+
 -- One fire, the runner's whole round trip: claim the oldest run-now request, else
--- the earliest due timer (the server's clock, then test clocks), else (or only, with
--- p_keyed_only) the next keyed timer in tick order, and run it, in the caller's
+-- the due timer that fires first (timers._claim_due), else (or only, with
+-- p_keyed_only) the next keyed timer in tick order, else a backfill's next due time
+-- (timers._claim_backfill), and run it, in the caller's
 -- transaction. p_timeout_ms is the time limit the caller's statement runs under; a
 -- timer whose own timeout differs is not run here but answered as a claim,
--- {"claim": "timer"|"request", "id", "due_at", "timeout_ms"}, which the runner runs
--- with its own limit (timers._run_due or timers._run_request). A run whose machinery
--- raised answers {"failed": kind, "id", "sqlstate", "error"}; "reset": true asks the
+-- {"claim": "timer"|"request"|"backfill", "id", "due_at", "timeout_ms"}, which the
+-- runner runs with its own limit (timers._run_due, _run_request or _run_backfill). A
+-- run whose machinery raised answers {"failed": kind, "id" (a backfill: its timer's),
+-- "sqlstate", "error"}; "reset": true asks the
 -- runner to reset its session. p_skip and p_skip_keyed: ids to leave alone for a while
 -- (their run raised). NULL: nothing to do.
 CREATE OR REPLACE FUNCTION timers._fire(
@@ -475,6 +811,7 @@ DECLARE
     v_kind text;
     v_id bigint;
     v_at timestamptz;  -- the due time (a timer) or the owed time (a keyed timer)
+    v_timer bigint;  -- a backfill's timer
     v_timeout interval;
     v_timeout_ms bigint;
     v_result jsonb;
@@ -488,50 +825,45 @@ BEGIN
            FOR UPDATE OF q SKIP LOCKED;
         v_kind := CASE WHEN FOUND THEN 'request' END;
         IF v_kind IS NULL THEN
-            SELECT t.id, t.next_due_at, t.timeout INTO v_id, v_at, v_timeout
-              FROM timers.timers t
-             WHERE t.next_due_at <= now() AND t.test_clock IS NULL AND t.id <> ALL (p_skip)
-             ORDER BY t.next_due_at, t.id
-             LIMIT 1
-               FOR UPDATE SKIP LOCKED;
-            IF NOT FOUND THEN
-                SELECT t.id, t.next_due_at, t.timeout INTO v_id, v_at, v_timeout
-                  FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
-                 WHERE t.test_clock IS NOT NULL AND t.next_due_at IS NOT NULL AND t.next_due_at <= c.now
-                   AND t.id <> ALL (p_skip)
-                 ORDER BY t.next_due_at, t.id
-                 LIMIT 1
-                   FOR UPDATE OF t SKIP LOCKED;
-            END IF;
-            v_kind := CASE WHEN FOUND THEN 'timer' END;
-        END IF;
-        IF v_kind IS NOT NULL THEN
-            v_timeout_ms := timers._ms(coalesce(v_timeout, interval '10 minutes'));
-            IF v_timeout_ms <> p_timeout_ms THEN
-                RETURN jsonb_build_object('claim', v_kind, 'id', v_id, 'timeout_ms', v_timeout_ms,
-                                          'due_at', v_at);
-            END IF;
+            SELECT c.id, c.due_at, c.timeout INTO v_id, v_at, v_timeout
+              FROM timers._claim_due(p_skip) c;
+            v_kind := CASE WHEN v_id IS NOT NULL THEN 'timer' END;
         END IF;
     END IF;
     IF v_kind IS NULL THEN
         SELECT k.id, k.owed_at INTO v_id, v_at FROM timers._keyed_claim(p_skip_keyed) k;
-        IF NOT FOUND THEN
-            RETURN NULL;
+        v_kind := CASE WHEN FOUND THEN 'keyed' END;
+    END IF;
+    IF v_kind IS NULL AND NOT p_keyed_only THEN
+        -- last: a backfill's next due time (never before what is due now)
+        SELECT c.id, c.timer_id, c.timeout INTO v_id, v_timer, v_timeout
+          FROM timers._claim_backfill(p_skip) c;
+        v_kind := CASE WHEN v_id IS NOT NULL THEN 'backfill' END;
+    END IF;
+    IF v_kind IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF v_kind <> 'keyed' THEN
+        v_timeout_ms := timers._ms(coalesce(v_timeout, interval '10 minutes'));
+        IF v_timeout_ms <> p_timeout_ms THEN
+            RETURN jsonb_build_object('claim', v_kind, 'id', v_id, 'timeout_ms', v_timeout_ms,
+                                      'due_at', v_at, 'timer_id', v_timer);
         END IF;
-        v_kind := 'keyed';
     END IF;
     BEGIN
         IF v_kind = 'request' THEN
             v_result := timers._run_request(v_id, p_runner);
         ELSIF v_kind = 'timer' THEN
             v_result := timers._run_due(v_id, v_at, p_runner);
+        ELSIF v_kind = 'backfill' THEN
+            v_result := timers._run_backfill(v_id, p_runner);
         ELSE
             v_result := timers._keyed_fire(v_id, v_at, p_runner);
         END IF;
     EXCEPTION WHEN OTHERS THEN
         -- the run's own machinery failed (not its SQL, whose errors are recorded): say
         -- which, so that the runner leaves it alone for a while instead of a hot loop
-        RETURN jsonb_build_object('failed', v_kind, 'id', v_id, 'sqlstate', SQLSTATE,
+        RETURN jsonb_build_object('failed', v_kind, 'id', coalesce(v_timer, v_id), 'sqlstate', SQLSTATE,
                                   'error', timers._cut(SQLERRM));
     END;
     IF current_setting('pgtimers.session_dirty', true) = 'on' THEN
@@ -546,28 +878,44 @@ $$;
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION
     timers._fire(text,bigint[],bigint[],boolean,bigint),
+    timers._claim_due(bigint[]),
     timers._due(integer),
     timers._next_wake(),
     timers._record_skips(timers.timers,timestamp with time zone[],bigint,timestamp with time zone,timestamp with time zone,text,text),
     timers._walk_dues(timers.timers,timestamp with time zone,timestamp with time zone),
     timers._apply_gap(timers.timers,timestamp with time zone,text,text,timestamp with time zone),
-    timers._execute(timers.timers,timestamp with time zone,timestamp with time zone),
+    timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone),
     timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone),
+    timers._next_attempt(timers.timers,integer,timestamp with time zone,timestamp with time zone),
+    timers._failed_outcome(timers.timers,integer,text,timestamp with time zone,text),
+    timers._announce_failure(timers.timers,text,timestamp with time zone,integer,jsonb,timestamp with time zone,text,boolean,integer,text),
+    timers._paused(timers.timers,timestamp with time zone,integer,text,text,integer,text),
+    timers._audit_pause(bigint,jsonb),
     timers._run_due(bigint,timestamp with time zone,text),
+    timers._run_retry(timers.timers,text),
+    timers._give_up_retry(timers.timers,text,text),
     timers._apply_gaps(text,text,timestamp with time zone),
     timers._server_clock_jumped(timestamp with time zone,timestamp with time zone,text),
     timers._run_error(text,text,interval)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._fire(text,bigint[],bigint[],boolean,bigint),
+    timers._claim_due(bigint[]),
     timers._due(integer),
     timers._next_wake(),
     timers._record_skips(timers.timers,timestamp with time zone[],bigint,timestamp with time zone,timestamp with time zone,text,text),
     timers._walk_dues(timers.timers,timestamp with time zone,timestamp with time zone),
     timers._apply_gap(timers.timers,timestamp with time zone,text,text,timestamp with time zone),
-    timers._execute(timers.timers,timestamp with time zone,timestamp with time zone),
+    timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone),
     timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone),
+    timers._next_attempt(timers.timers,integer,timestamp with time zone,timestamp with time zone),
+    timers._failed_outcome(timers.timers,integer,text,timestamp with time zone,text),
+    timers._announce_failure(timers.timers,text,timestamp with time zone,integer,jsonb,timestamp with time zone,text,boolean,integer,text),
+    timers._paused(timers.timers,timestamp with time zone,integer,text,text,integer,text),
+    timers._audit_pause(bigint,jsonb),
     timers._run_due(bigint,timestamp with time zone,text),
+    timers._run_retry(timers.timers,text),
+    timers._give_up_retry(timers.timers,text,text),
     timers._apply_gaps(text,text,timestamp with time zone),
     timers._server_clock_jumped(timestamp with time zone,timestamp with time zone,text),
     timers._run_error(text,text,interval)

@@ -80,8 +80,12 @@ BEGIN
             'error', 'the timer was deleted before it could run', 'took_ms', 0, 'rows', 0);
     ELSE
         v_now := coalesce(timers._now(t.test_clock), now());
-        r := timers._execute(t, v_now, v_now);
+        r := timers._execute(t, v_now, v_now, 1, v_now);
         v_ok := (r->>'ok')::boolean;
+        IF NOT v_ok THEN
+            PERFORM timers._event('failed', t.name, NULL, 1, r->>'error', r->>'sqlstate',
+                                  jsonb_build_object('kind', 'run_now'));
+        END IF;
         UPDATE timers.timers SET
             last_run_at = CASE WHEN t.test_clock IS NULL THEN (r->>'started_at')::timestamptz ELSE v_now END,
             last_ok = v_ok,

@@ -91,8 +91,8 @@ BEGIN
     END IF;
     IF v_runner THEN
         v_next := least(
-            (SELECT min(t.next_due_at) FROM timers.timers t
-              WHERE t.test_clock = c.name AND t.next_due_at IS NOT NULL AND t.next_due_at <= p_to),
+            (SELECT min(t.fire_at) FROM timers.timers t
+              WHERE t.test_clock = c.name AND t.fire_at IS NOT NULL AND t.fire_at <= p_to),
             (SELECT min(k.owed_at) FROM timers.keyed_timers k
               WHERE k.test_clock = c.name AND k.status = 'armed' AND k.owed_at <= p_to));
     END IF;
@@ -108,13 +108,14 @@ BEGIN
 END
 $$;
 
--- How many timers (repeating and keyed) of a clock still owe a due time at or before p_at.
+-- How many timers (repeating and keyed) of a clock still owe a fire (a due time moved
+-- by its jitter, a retry) at or before p_at.
 CREATE OR REPLACE FUNCTION timers._clock_owed(p_name text, p_at timestamptz) RETURNS integer
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT ((SELECT count(*) FROM timers.timers t
-                  WHERE t.test_clock = p_name AND t.next_due_at IS NOT NULL AND t.next_due_at <= p_at)
+                  WHERE t.test_clock = p_name AND t.fire_at IS NOT NULL AND t.fire_at <= p_at)
               + (SELECT count(*) FROM timers.keyed_timers k
                   WHERE k.test_clock = p_name AND k.status = 'armed' AND k.owed_at <= p_at))::integer
     $$;
@@ -127,15 +128,19 @@ CREATE OR REPLACE FUNCTION timers._clock_redeliver(p_name text, p_at timestamptz
     AS $$
 DECLARE
     v_id bigint;
+    v_due timestamptz;
     k record;
     r jsonb;
     v_replayed integer := 0;
 BEGIN
-    FOR v_id IN SELECT t.id FROM timers.timers t WHERE t.test_clock = p_name AND t.last_due_at = p_at LOOP
-        IF timers._run_due(v_id, p_at, 'redeliver') IS NULL THEN
+    -- on a test clock a run's last_run_at is the clock's time it fired at
+    FOR v_id, v_due IN
+        SELECT t.id, t.last_due_at FROM timers.timers t WHERE t.test_clock = p_name AND t.last_run_at = p_at
+    LOOP
+        IF timers._run_due(v_id, v_due, 'redeliver') IS NULL THEN
             v_replayed := v_replayed + 1;
         ELSE
-            RAISE EXCEPTION 'due time % of timer % ran twice', timers._iso(p_at), v_id USING ERRCODE = 'XX000';
+            RAISE EXCEPTION 'due time % of timer % ran twice', timers._iso(v_due), v_id USING ERRCODE = 'XX000';
         END IF;
     END LOOP;
     FOR k IN
@@ -212,7 +217,10 @@ BEGIN
         IF t.next_due_at IS NOT NULL THEN
             PERFORM timers._record_skips(t, ARRAY[t.next_due_at], 1, t.next_due_at, t.next_due_at, v_reason, '');
         END IF;
-        UPDATE timers.timers SET next_due_at = NULL, catch_up_due_at = NULL, expired = true WHERE id = t.id;
+        UPDATE timers.timers
+           SET next_due_at = NULL, catch_up_due_at = NULL, expired = true,
+               retry_due_at = NULL, retry_attempt = NULL, retry_at = NULL
+         WHERE id = t.id;
         v_voided := v_voided + 1;
     END LOOP;
     FOR k IN

@@ -810,6 +810,8 @@ BEGIN
              WHERE id = k.id;
             PERFORM timers._keyed_event(k, 'superseded', 'catch_up', current_user,
                 jsonb_build_object('superseded_by', v_latest.key, 'runner', p_runner));
+            PERFORM timers._event('skipped', k.key, k.owed_at, NULL, '', '', jsonb_build_object(
+                'count', 1, 'last', timers._iso(k.owed_at), 'reason', v_reason, 'kind', 'keyed'));
             RETURN jsonb_build_object('timer', k.key, 'kind', 'keyed', 'superseded', true,
                 'superseded_by', v_latest.key, 'due_at', timers._iso(k.owed_at),
                 'skipped', jsonb_build_array(jsonb_build_object(
@@ -833,6 +835,10 @@ BEGIN
     PERFORM timers._keyed_event(k, 'fired', 'wake', current_user, jsonb_build_object(
         'ok', v_ok, 'error', r->>'error', 'runner', p_runner, 'commit', pg_current_xact_id()::text,
         'late_by', v_late::text));
+    IF NOT v_ok THEN
+        PERFORM timers._event('failed', k.key, k.owed_at, 1, r->>'error', r->>'sqlstate',
+                              jsonb_build_object('kind', 'keyed'));
+    END IF;
     RETURN jsonb_build_object(
         'timer', k.key, 'kind', 'keyed', 'due_at', timers._iso(k.owed_at), 'ok', v_ok,
         'error', r->>'error', 'sqlstate', r->>'sqlstate', 'rows', (r->>'rows')::bigint,

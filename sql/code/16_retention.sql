@@ -38,6 +38,8 @@ BEGIN
      WHERE finished_at IS NULL AND requested_at < now() - interval '5 minutes';
     DELETE FROM timers.run_requests WHERE finished_at < now() - interval '1 day';
     GET DIAGNOSTICS v_requests = ROW_COUNT;
+    -- ended backfills go with their runs
+    DELETE FROM timers.backfill_jobs WHERE ended_at < now() - v_keep;
     RETURN jsonb_build_object('runs', v_runs, 'run_requests', v_requests, 'retention', v_keep::text);
 END
 $$;

@@ -15,13 +15,15 @@ SELECT r.timer,
        r.rows,
        r.error,
        r.reason,
-       r.runner
+       r.runner,
+       r.attempt,
+       r.retry_at
   FROM timers.runs r
  WHERE r.started_at > now() - interval '24 hours'
  ORDER BY r.started_at DESC, r.id DESC;
 
 COMMENT ON VIEW timers.recent_runs IS
-    'Runs and skipped due times of the last 24 hours, newest first (kind: scheduled, catch_up, run_now, skipped).';
+    'Runs and skipped due times of the last 24 hours, newest first (kind: scheduled, catch_up, retry, backfill, run_now, skipped).';
 
 -- The seed's Monitor: failing timers first, then the most failures in 24 h, then the latest.
 CREATE OR REPLACE VIEW timers.trouble AS
@@ -30,6 +32,9 @@ SELECT x.name, x.trouble, x.schedule, x.last_run, x.last_ok, x.last_late_ms, x.f
   FROM (
     SELECT s.name,
            concat_ws('; ',
+               CASE WHEN s.paused_ms > 0 THEN 'paused after ' || s.pause_after
+                         || ' failed due times in a row: SELECT timers.enable(' || quote_literal(s.name)
+                         || ') turns it on' END,
                CASE WHEN s.last_ok = false THEN 'last run failed' END,
                CASE WHEN s.failures_24h > 0 THEN s.failures_24h || ' failed in 24 h' END,
                CASE WHEN s.next_run_ms > 0
@@ -50,6 +55,7 @@ SELECT x.name, x.trouble, x.schedule, x.last_run, x.last_ok, x.last_late_ms, x.f
            NULL::interval AS late_by
       FROM timers.status s
      WHERE s.last_ok = false
+        OR s.paused_ms > 0
         OR s.failures_24h > 0
         OR (s.next_run_ms > 0 AND s.next_run_ms < (extract(epoch FROM now()) * 1000)::bigint - 60000)
         OR s.last_late_ms > 5000
@@ -80,7 +86,7 @@ SELECT x.name, x.trouble, x.schedule, x.last_run, x.last_ok, x.last_late_ms, x.f
  ORDER BY (x.last_ok = false) DESC, x.failures_24h DESC, x.last_late_ms DESC, x.name;
 
 COMMENT ON VIEW timers.trouble IS
-    'Timers that need a look, worst first: failed last run, failures in 24 h, overdue (no runner?), late, skipped; and keyed timers (name = key) that failed, fired more than 5 minutes late (late_by), or are owed more than 5 minutes and not fired.';
+    'Timers that need a look, worst first: paused after failures, failed last run, failures in 24 h, overdue (no runner?), late, skipped; and keyed timers (name = key) that failed, fired more than 5 minutes late (late_by), or are owed more than 5 minutes and not fired.';
 
 CREATE OR REPLACE TRIGGER read_only INSTEAD OF INSERT OR UPDATE OR DELETE ON timers.trouble
     FOR EACH ROW EXECUTE FUNCTION timers._read_only_view();

@@ -303,7 +303,9 @@ PUBLIC_ROUTINES = {
     "resume(text)",
     "run(text,jsonb)",
     "save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,"
-    "bigint,interval,boolean,text)",
+    "bigint,interval,boolean,text,integer,interval,integer,interval,integer)",
+    "backfill(text,timestamp with time zone,timestamp with time zone)",
+    "cancel_backfill(bigint)",
     "save_calendar(text,text,date,date)",
     "set_calendar_week(text,date,text)",
     "set_policy(text,interval,text)",
@@ -311,7 +313,7 @@ PUBLIC_ROUTINES = {
     "trading_days(text,date,date)",
     "unlock(text)",
 }
-PUBLIC_VIEWS = {"keyed", "keyed_owners", "recent_runs", "status", "trouble"}
+PUBLIC_VIEWS = {"backfills", "keyed", "keyed_owners", "recent_runs", "status", "trouble"}
 
 
 def test_the_public_surface_is_all_there(db: Database) -> None:
