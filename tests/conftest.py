@@ -28,6 +28,13 @@ TEST_ROLES = {
     "pgt_nobody": None,
 }
 
+# pgtimers' newest revision and the one before it, from the alembic chain's files (so a
+# test that names them follows each new revision)
+_REVISIONS = sorted(
+    p.name[:4] for p in (Path(__file__).parent.parent / "migrations" / "versions").glob("0*.py")
+)
+HEAD_REVISION, PREVIOUS_REVISION = _REVISIONS[-1], _REVISIONS[-2]
+
 
 @dataclass
 class Server:

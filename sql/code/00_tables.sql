@@ -40,9 +40,8 @@ GRANT UPDATE (note)
     ON timers.locks TO pgtimers_runner;
 GRANT UPDATE (finished_at, result)
     ON timers.run_requests TO pgtimers_runner;
--- enabled and paused_at: a timer pauses itself after pause_after failed due times (the
--- runner can stop running any timer anyway; it turns none on)
-GRANT UPDATE (next_due_at, expired, last_due_at, last_run_at, last_late_ms, max_late_ms, last_ok, last_error, last_took_ms, last_rows, runs, scheduled_runs, failures, skipped, last_skip_at, last_skip_reason, caught_up, catch_up_due_at, retry_due_at, retry_attempt, retry_at, fail_streak, enabled, paused_at)
+-- (a pause after failures turns a timer off through timers._pause: never this grant)
+GRANT UPDATE (next_due_at, expired, last_due_at, last_run_at, last_late_ms, max_late_ms, last_ok, last_error, last_took_ms, last_rows, runs, scheduled_runs, failures, skipped, last_skip_at, last_skip_reason, caught_up, catch_up_due_at, retry_due_at, retry_attempt, retry_at, fail_streak)
     ON timers.timers TO pgtimers_runner;
 GRANT SELECT ON timers.backfill_jobs TO pgtimers_reader;
 GRANT SELECT, DELETE ON timers.backfill_jobs TO pgtimers_runner;

@@ -338,8 +338,8 @@ BEGIN
 END
 $$;
 
--- Say that this transaction paused timer t after p_streak failed due times in a row:
--- its audit row and the paused event.
+-- Pause timer t after p_streak failed due times in a row (timers._pause) and say so:
+-- the paused event.
 CREATE OR REPLACE FUNCTION timers._paused(
     t timers.timers, p_due timestamptz, p_attempt integer, p_error text, p_sqlstate text,
     p_streak integer, p_runner text) RETURNS void
@@ -347,7 +347,7 @@ CREATE OR REPLACE FUNCTION timers._paused(
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
-    PERFORM timers._audit_pause(t.id, jsonb_build_object(
+    PERFORM timers._pause(t.id, jsonb_build_object(
         'failed_in_a_row', p_streak, 'pause_after', t.pause_after, 'due_at', timers._iso(p_due),
         'error', p_error, 'runner', p_runner));
     PERFORM timers._event('paused', t.name, p_due, p_attempt, p_error, p_sqlstate,
@@ -355,19 +355,23 @@ BEGIN
 END
 $$;
 
--- The audit row of a pause, written for the runner (which may not write the audit): only
--- for a timer that this transaction has paused.
-CREATE OR REPLACE FUNCTION timers._audit_pause(p_id bigint, p_detail jsonb) RETURNS void
+-- Turn timer p_id off after failures: for the runner, which may not turn timers on or
+-- off itself, and only for a timer whose failures in a row have reached its
+-- pause_after. Its next due time goes; audited as 'pause' (p_detail says why).
+CREATE OR REPLACE FUNCTION timers._pause(p_id bigint, p_detail jsonb) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_name text;
 BEGIN
-    SELECT t.name INTO v_name FROM timers.timers t
-     WHERE t.id = p_id AND NOT t.enabled AND t.paused_at = now();
+    UPDATE timers.timers
+       SET enabled = false, paused_at = now(), next_due_at = NULL, catch_up_due_at = NULL
+     WHERE id = p_id AND enabled AND pause_after IS NOT NULL AND fail_streak >= pause_after
+    RETURNING name INTO v_name;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'timer % was not paused by this transaction', p_id USING ERRCODE = '42501';
+        RAISE EXCEPTION 'timer % has not failed pause_after due times in a row', p_id
+            USING ERRCODE = '42501';
     END IF;
     PERFORM timers._audit(current_user, 'pause', v_name, p_detail);
 END
@@ -505,10 +509,8 @@ BEGIN
         retry_due_at = CASE WHEN NOT v_final THEN v_due END,
         retry_attempt = CASE WHEN NOT v_final THEN 2 END,
         retry_at = CASE WHEN NOT v_final THEN v_retry_at END,
-        enabled = enabled AND NOT v_pause,
-        paused_at = CASE WHEN v_pause THEN now() ELSE paused_at END,
-        next_due_at = CASE WHEN v_pause THEN NULL ELSE a.next_due END,
-        catch_up_due_at = CASE WHEN a.catch_up AND NOT v_pause THEN a.next_due END,
+        next_due_at = a.next_due,
+        catch_up_due_at = CASE WHEN a.catch_up THEN a.next_due END,
         expired = (a.next_due IS NULL)
      WHERE id = t.id;
     INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, late_ms, ok,
@@ -594,10 +596,7 @@ BEGIN
         fail_streak = v_streak,
         retry_due_at = CASE WHEN NOT v_final THEN retry_due_at END,
         retry_attempt = CASE WHEN NOT v_final THEN retry_attempt + 1 END,
-        retry_at = CASE WHEN NOT v_final THEN v_retry_at END,
-        enabled = enabled AND NOT v_pause,
-        paused_at = CASE WHEN v_pause THEN now() ELSE paused_at END,
-        next_due_at = CASE WHEN v_pause THEN NULL ELSE next_due_at END
+        retry_at = CASE WHEN NOT v_final THEN v_retry_at END
      WHERE id = t.id;
     INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, late_ms, ok,
                              error, rows, runner, attempt, retry_at)
@@ -640,10 +639,7 @@ BEGIN
     UPDATE timers.timers SET
         retry_due_at = NULL, retry_attempt = NULL, retry_at = NULL,
         runs = runs + 1, failures = failures + 1, fail_streak = o.streak,
-        last_error = o.last_error,
-        enabled = enabled AND NOT o.pause,
-        paused_at = CASE WHEN o.pause THEN now() ELSE paused_at END,
-        next_due_at = CASE WHEN o.pause THEN NULL ELSE next_due_at END
+        last_error = o.last_error
      WHERE id = t.id;
     PERFORM timers._event('retry_given_up', t.name, t.retry_due_at, t.retry_attempt - 1,
         v_error, '', jsonb_build_object('reason', p_why));
@@ -890,7 +886,7 @@ REVOKE ALL ON FUNCTION
     timers._failed_outcome(timers.timers,integer,text,timestamp with time zone,text),
     timers._announce_failure(timers.timers,text,timestamp with time zone,integer,jsonb,timestamp with time zone,text,boolean,integer,text),
     timers._paused(timers.timers,timestamp with time zone,integer,text,text,integer,text),
-    timers._audit_pause(bigint,jsonb),
+    timers._pause(bigint,jsonb),
     timers._run_due(bigint,timestamp with time zone,text),
     timers._run_retry(timers.timers,text),
     timers._give_up_retry(timers.timers,text,text),
@@ -912,7 +908,7 @@ GRANT EXECUTE ON FUNCTION
     timers._failed_outcome(timers.timers,integer,text,timestamp with time zone,text),
     timers._announce_failure(timers.timers,text,timestamp with time zone,integer,jsonb,timestamp with time zone,text,boolean,integer,text),
     timers._paused(timers.timers,timestamp with time zone,integer,text,text,integer,text),
-    timers._audit_pause(bigint,jsonb),
+    timers._pause(bigint,jsonb),
     timers._run_due(bigint,timestamp with time zone,text),
     timers._run_retry(timers.timers,text),
     timers._give_up_retry(timers.timers,text,text),

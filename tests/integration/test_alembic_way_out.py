@@ -21,7 +21,7 @@ from alembic.migration import MigrationContext
 
 import pgtimers.alembic
 from pgtimers.schema.install import current_revision, engine_for
-from tests.conftest import Database
+from tests.conftest import HEAD_REVISION, PREVIOUS_REVISION, Database
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -214,22 +214,22 @@ def test_the_ini_works_from_any_directory_and_prints_what_it_applies(
     )
     assert done.returncode == 0, done.stderr
     assert "Running upgrade  -> 0001" in done.stderr
-    assert "Running upgrade 0016 -> 0017" in done.stderr
-    assert "Applied the code of revision 0017" in done.stderr
-    assert current_revision(empty_db.dsn) == "0017"
+    assert f"Running upgrade {PREVIOUS_REVISION} -> {HEAD_REVISION}" in done.stderr
+    assert f"Applied the code of revision {HEAD_REVISION}" in done.stderr
+    assert current_revision(empty_db.dsn) == HEAD_REVISION
 
 
 def test_downgrade_to_a_revision_is_refused_and_base_uninstalls(
     db: Database, tmp_path: Path
 ) -> None:
     ini, dsn = ROOT / "alembic.ini", f"dsn={db.dsn}"
-    for target in ("0016", "-1"):
+    for target in (PREVIOUS_REVISION, "-1"):
         done = _alembic(ini, "-x", dsn, "downgrade", target, cwd=tmp_path)
         assert done.returncode != 0
         assert "Traceback" not in done.stderr
         assert "pgtimers migrations are forward-only" in done.stderr
         assert "`alembic downgrade base` uninstalls pgtimers" in done.stderr
-        assert current_revision(db.dsn) == "0017"
+        assert current_revision(db.dsn) == HEAD_REVISION
 
     with db.connect() as conn:
         conn.execute("CREATE VIEW public.names AS SELECT name FROM timers.status")
@@ -237,7 +237,7 @@ def test_downgrade_to_a_revision_is_refused_and_base_uninstalls(
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     assert "view public.names" in done.stderr and "-x cascade=1" in done.stderr
-    assert current_revision(db.dsn) == "0017"
+    assert current_revision(db.dsn) == HEAD_REVISION
 
     with db.connect() as conn:
         conn.execute("DROP VIEW public.names")
@@ -294,7 +294,7 @@ def test_the_installed_package_form_of_script_location(
     assert where.stdout.strip() == str(wheel_layout / "pgtimers" / "migrations")
     done = _alembic(ini, "-x", f"dsn={empty_db.dsn}", "upgrade", "head", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
-    assert "Running upgrade 0016 -> 0017" in done.stderr
-    assert current_revision(empty_db.dsn) == "0017"
+    assert f"Running upgrade {PREVIOUS_REVISION} -> {HEAD_REVISION}" in done.stderr
+    assert current_revision(empty_db.dsn) == HEAD_REVISION
     history = _alembic(ini, "history", cwd=tmp_path, env=env)
-    assert "0016 -> 0017 (head)" in history.stdout
+    assert f"{PREVIOUS_REVISION} -> {HEAD_REVISION} (head)" in history.stdout

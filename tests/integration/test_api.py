@@ -42,6 +42,12 @@ STATUS_FIELDS = [
     "max_runs",
     "expired",
     "locked",
+    "retries",
+    "retry_delay",
+    "pause_after",
+    "jitter",
+    "priority",
+    "paused_ms",
 ]
 
 
@@ -77,6 +83,10 @@ def test_save_returns_the_status_row_with_the_seed_fields(conn: psycopg.Connecti
     assert now_ms is not None
     assert 0 < status["next_run_ms"] - now_ms[0] <= 300_000
     assert status["timezone"] == "UTC" and status["catch_up"] == "skip"
+    assert (status["retries"], status["pause_after"], status["jitter"], status["priority"]) == (
+        0, None, None, 0,
+    )  # fmt: skip
+    assert status["retry_delay"] == "00:00:30" and status["paused_ms"] == 0
 
 
 def test_status_view_columns_are_in_contract_order(conn: psycopg.Connection) -> None:

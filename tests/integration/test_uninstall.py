@@ -20,7 +20,7 @@ from psycopg.conninfo import make_conninfo
 from pgtimers.cli.main import main
 from pgtimers.schema.install import current_revision, install
 from pgtimers.schema.uninstall import ROLES, OtherDatabase, plan, roles_verdict
-from tests.conftest import Database, Server, scalar
+from tests.conftest import HEAD_REVISION, Database, Server, scalar
 from tests.faults.cluster import Cluster
 from tests.integration.runner.conftest import (
     RunnerProcess,
@@ -68,7 +68,7 @@ def test_uninstall_drops_the_schemas_timers_and_executors_and_says_so(
     _save_as(db, "pgt_bob", "b")
     assert main(["uninstall", "--dsn", db.dsn, "--yes", "--keep-roles"]) == 0
     out = capsys.readouterr().out
-    assert "dropped schema timers (2 timer(s) with their history, revision 0017)" in out
+    assert f"dropped schema timers (2 timer(s) with their history, revision {HEAD_REVISION})" in out
     assert "dropped schema timers_exec (2 executor(s), owned by pgt_alice, pgt_bob)" in out
     assert "kept roles pgtimers_admin, pgtimers_reader, pgtimers_runner: --keep-roles" in out
     assert _schemas(conn) == []
@@ -79,7 +79,7 @@ def test_uninstall_drops_the_schemas_timers_and_executors_and_says_so(
     assert main(["uninstall", "--dsn", db.dsn, "--yes", "--keep-roles"]) == 0
     assert "nothing to drop" in capsys.readouterr().out
     install(db.dsn)
-    assert current_revision(db.dsn) == "0017"
+    assert current_revision(db.dsn) == HEAD_REVISION
     assert scalar(conn, "SELECT count(*) FROM timers.timers") == 0
 
 

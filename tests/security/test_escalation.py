@@ -29,7 +29,7 @@ import pytest
 from psycopg import errors
 from psycopg import sql as pgsql
 
-from tests.conftest import Database
+from tests.conftest import Database, scalar
 from tests.security.helpers import (
     ALICE,
     BOB,
@@ -209,7 +209,10 @@ RUNNER_UPDATES = {
         "catch_up_due_at", "caught_up", "expired", "failures", "last_due_at", "last_error",
         "last_late_ms", "last_ok", "last_rows", "last_run_at", "last_skip_at", "last_skip_reason",
         "last_took_ms", "max_late_ms", "next_due_at", "runs", "scheduled_runs", "skipped",
+        "retry_due_at", "retry_attempt", "retry_at", "fail_streak",
     },
+    # a backfill's progress; never its timer or range
+    "backfill_jobs": {"done", "failed", "state", "next_at", "ended_at", "note"},
 }  # fmt: skip
 
 
@@ -226,6 +229,31 @@ def test_the_runner_role_updates_bookkeeping_columns_only(db: Database) -> None:
     for table, column in rows:
         granted.setdefault(table, set()).add(column)
     assert granted == RUNNER_UPDATES
+
+
+def test_the_runner_role_turns_a_timer_off_only_when_its_pause_after_is_reached(
+    db: Database,
+) -> None:
+    """A pause goes through timers._pause, which checks the timer's own failures in a row;
+    the runner can turn no timer on, nor off at will."""
+    with connect(db, ALICE) as alice:
+        alice.execute("SELECT timers.save('p', 'every 1h', 'SELECT 1', pause_after => 3)")
+        alice.execute("SELECT timers.save('q', 'every 1h', 'SELECT 1', enabled => false)")
+    with fresh_role(db, "pgtimers_runner") as runner, connect(db, runner) as conn:
+        for statement in (
+            "UPDATE timers.timers SET enabled = false WHERE name = 'p'",
+            "UPDATE timers.timers SET enabled = true WHERE name = 'q'",
+        ):
+            with pytest.raises(errors.InsufficientPrivilege):
+                conn.execute(statement)
+        pid = scalar(conn, "SELECT id FROM timers.timers WHERE name = 'p'")
+        with pytest.raises(errors.InsufficientPrivilege, match="has not failed pause_after"):
+            conn.execute("SELECT timers._pause(%s, '{}')", [pid])
+    with db.connect() as su:
+        assert su.execute("SELECT name, enabled FROM timers.timers ORDER BY name").fetchall() == [
+            ("p", True), ("q", False),
+        ]  # fmt: skip
+        assert scalar(su, "SELECT count(*) FROM timers.audit WHERE action = 'pause'") == 0
 
 
 def test_the_runner_role_cannot_change_what_a_keyed_timer_runs(db: Database) -> None:
