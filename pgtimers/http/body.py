@@ -11,8 +11,11 @@ from typing import Any
 from pgtimers.http.errors import HttpError
 
 BIGINT_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
 
-# key -> (kinds allowed, required); kinds: str, bool, int, "ms" (int ms or ISO text), "seconds"
+# key -> (kind, required); kinds: str, bool, int (bigint), int32 (integer), time (ISO text or
+# Unix ms), interval (text or seconds), tables. The order of SAVE_KEYS is the order of the
+# parameters of the save_timer query.
 SAVE_KEYS: dict[str, tuple[str, bool]] = {
     "name": ("str", True),
     "schedule": ("str", True),
@@ -26,6 +29,11 @@ SAVE_KEYS: dict[str, tuple[str, bool]] = {
     "timeout": ("interval", False),
     "locked": ("bool", False),
     "test_clock": ("str", False),
+    "retries": ("int32", False),
+    "retry_delay": ("interval", False),
+    "pause_after": ("int32", False),
+    "jitter": ("interval", False),
+    "priority": ("int32", False),
 }
 ENABLE_KEYS: dict[str, tuple[str, bool]] = {"enabled": ("bool", False)}
 KEEP_KEYS: dict[str, tuple[str, bool]] = {
@@ -33,10 +41,15 @@ KEEP_KEYS: dict[str, tuple[str, bool]] = {
     "keep": ("str", True),
     "schedule": ("str", False),
 }
+BACKFILL_KEYS: dict[str, tuple[str, bool]] = {
+    "from_at": ("time", True),
+    "to_at": ("time", True),
+}
 _KIND_WORDS = {
     "str": "a string",
     "bool": "true or false",
     "int": "a whole number",
+    "int32": "a whole number",
     "time": "a time (ISO 8601 text, or Unix milliseconds)",
     "interval": "an interval (text like '5 minutes', or a number of seconds)",
     "tables": "a list of table names",
@@ -106,10 +119,11 @@ def _check(key: str, kind: str, value: Any, required: bool) -> Any:
         if not isinstance(value, bool):
             raise _wrong(key, kind, value)
         return value
-    if kind == "int":
+    if kind in ("int", "int32"):
         if isinstance(value, bool) or not isinstance(value, int):
             raise _wrong(key, kind, value)
-        if abs(value) > BIGINT_MAX:
+        high = BIGINT_MAX if kind == "int" else INT_MAX
+        if not -high - 1 <= value <= high:
             raise HttpError(400, f"key {key!r} is out of range")
         return value
     if kind == "time":

@@ -6,82 +6,10 @@ import functools
 from typing import Any
 
 from pgtimers import __version__
+from pgtimers.http.backfills import BACKFILL, BACKFILL_BODY, ID_PARAMETER, TIMER_FILTER
 from pgtimers.http.keyed import KEY_PARAMETER, KEYED_FILTERS, KEYED_TIMER
+from pgtimers.http.timer_schema import BOOL, INT, SAVE_BODY, STR, TIMER_FIELDS, nullable
 from pgtimers.http.timers import HISTORY, WINDOW_PARAMETER
-
-INT = {"type": "integer", "format": "int64"}
-STR = {"type": "string"}
-BOOL = {"type": "boolean"}
-
-
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    return dict(schema, nullable=True)
-
-
-# timers.status, in column order: the body of one timer.
-TIMER_FIELDS: dict[str, dict[str, Any]] = {
-    "name": STR,
-    "database": STR,
-    "schedule": STR,
-    "sql": STR,
-    "enabled": BOOL,
-    "created_ms": INT,
-    "updated_ms": INT,
-    "created_by": STR,
-    "next_run_ms": INT,
-    "last_run_ms": INT,
-    "last_due_ms": INT,
-    "last_late_ms": INT,
-    "max_late_ms": INT,
-    "last_ok": _nullable(BOOL),
-    "last_error": STR,
-    "last_took_ms": INT,
-    "last_rows": INT,
-    "runs": INT,
-    "failures": INT,
-    "failures_24h": INT,
-    "skipped": INT,
-    "last_skip_ms": INT,
-    "last_skip_reason": STR,
-    "caught_up": INT,
-    "running": BOOL,
-    "timezone": STR,
-    "catch_up": {"type": "string", "enum": ["skip", "latest", "all"]},
-    "start_at": _nullable({"type": "string", "format": "date-time"}),
-    "end_at": _nullable({"type": "string", "format": "date-time"}),
-    "max_runs": _nullable(INT),
-    "expired": BOOL,
-    "locked": BOOL,
-}
-
-TIME = {"oneOf": [{"type": "string"}, INT], "nullable": True}
-SAVE_BODY = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["name", "schedule", "sql"],
-    "properties": {
-        "name": {
-            "type": "string",
-            "pattern": "^[A-Za-z0-9_-]{1,64}$",
-            "description": "1 to 64 letters, digits, _ and -; unique, whatever the case",
-        },
-        "schedule": {"type": "string", "example": "every 5m"},
-        "sql": {"type": "string", "example": "CALL refresh_shop_totals()"},
-        "enabled": {"type": "boolean", "default": True},
-        "timezone": _nullable(STR),
-        "catch_up": {"type": "string", "enum": ["skip", "latest", "all"], "nullable": True},
-        "start_at": dict(TIME, description="ISO 8601 text or Unix milliseconds"),
-        "end_at": dict(TIME, description="ISO 8601 text or Unix milliseconds"),
-        "max_runs": _nullable(dict(INT, minimum=1)),
-        "timeout": {
-            "oneOf": [{"type": "string"}, {"type": "number"}],
-            "nullable": True,
-            "description": "an interval ('5 minutes') or seconds",
-        },
-        "locked": {"type": "boolean", "default": False},
-        "test_clock": _nullable(STR),
-    },
-}
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -206,6 +134,40 @@ def document() -> dict[str, Any]:
                     **timer_op,
                 }
             },
+            "/api/timers/{name}/backfill": {
+                "post": {
+                    **_post(
+                        "Backfill: run the timer's due times from_at <= d < to_at, oldest "
+                        "first, each once (timers.backfill)",
+                        _json(_ref("Backfill"), "the backfill, as timers.backfills shows it"),
+                        _ref("BackfillRange"),
+                        404,
+                    ),
+                    **timer_op,
+                }
+            },
+            "/api/backfills": {
+                "get": {
+                    "summary": "Backfills, newest first (timers.backfills)",
+                    "parameters": [DB, TIMER_FILTER],
+                    "responses": {
+                        "200": _json({"type": "array", "items": _ref("Backfill")}, "them"),
+                        **_errors(401, 403, 404, 503),
+                    },
+                }
+            },
+            "/api/backfills/{id}/cancel": {
+                "post": {
+                    **_post(
+                        "Cancel a backfill: none of its due times runs after the one running "
+                        "(timers.cancel_backfill)",
+                        _json(_ref("Backfill"), "the backfill"),
+                        None,
+                        404,
+                    ),
+                    "parameters": [DB, ID_PARAMETER],
+                }
+            },
             "/api/keyed": {
                 "get": {
                     "summary": "Keyed timers, in tick order (timers.list_keyed)",
@@ -283,6 +245,8 @@ def document() -> dict[str, Any]:
                         "timers": {"type": "array", "items": _ref("Timer")},
                     },
                 },
+                "Backfill": BACKFILL,
+                "BackfillRange": BACKFILL_BODY,
                 "KeyedTimer": KEYED_TIMER,
                 "TimerHistory": HISTORY,
                 "SaveTimer": SAVE_BODY,
@@ -292,7 +256,7 @@ def document() -> dict[str, Any]:
                     "properties": {
                         "name": STR,
                         "finished": BOOL,
-                        "ok": _nullable(BOOL),
+                        "ok": nullable(BOOL),
                         "error": STR,
                         "took_ms": INT,
                         "rows": INT,

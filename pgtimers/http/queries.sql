@@ -1,6 +1,6 @@
--- Named queries of the HTTP API (pgtimers/http/timers.py, keyed.py, stats.py, metrics.py),
--- loaded with pgtimers.http.queries.query(name). Parameters are $1, $2 ...
--- (asyncpg). Every one runs under the caller's database role, through the same
+-- Named queries of the HTTP API (pgtimers/http/timers.py, backfills.py, values.py, keyed.py,
+-- stats.py, metrics.py), loaded with pgtimers.http.queries.query(name). Parameters are
+-- $1, $2 ... (asyncpg). Every one runs under the caller's database role, through the same
 -- timers.* functions and views a psql user calls: PostgreSQL privileges decide.
 -- JSON is built by PostgreSQL (row_to_json of timers.status), so the HTTP body
 -- of a timer is exactly its status row, fields in column order.
@@ -13,13 +13,25 @@ SELECT json_build_object(
                                  FROM timers.status s), '[]'::json))::text
 
 -- name: save_timer
--- POST /api/timers: create or replace; options left NULL take timers.save's defaults.
+-- POST /api/timers: create or replace; options left NULL (absent, or null in the body)
+-- take timers.save's defaults. Parameters in the order of body.SAVE_KEYS.
 SELECT row_to_json(timers.save(
            name => $1::text, schedule => $2::text, sql => $3::text,
            enabled => coalesce($4::boolean, true), timezone => $5::text, catch_up => $6::text,
            start_at => $7::text::timestamptz, end_at => $8::text::timestamptz,
            max_runs => $9::bigint, timeout => $10::text::interval,
-           locked => coalesce($11::boolean, false), test_clock => $12::text))::text
+           locked => coalesce($11::boolean, false), test_clock => $12::text,
+           retries => coalesce($13::integer, 0),
+           retry_delay => coalesce($14::text::interval, interval '30 seconds'),
+           pause_after => $15::integer, jitter => $16::text::interval,
+           priority => coalesce($17::integer, 0)))::text
+
+-- name: cast_time
+-- A body's time alone, to name the key of one PostgreSQL cannot read (values.py).
+SELECT $1::text::timestamptz
+
+-- name: cast_interval
+SELECT $1::text::interval
 
 -- name: enable_timer
 SELECT row_to_json(timers.enable($1::text, $2::boolean))::text
@@ -100,6 +112,7 @@ WITH s AS (
     SELECT now() - $2::text::interval AS at
 ), runs AS (
     SELECT r.id, r.kind, r.started_at, r.took_ms, r.late_ms, r.ok, r.rows, r.error, r.reason,
+           r.attempt, r.backfill_id,
            (extract(epoch FROM r.due_at) * 1000)::bigint AS due_ms,
            (extract(epoch FROM r.started_at) * 1000)::bigint AS started_ms,
            CASE WHEN r.kind = 'skipped' THEN 'skipped' WHEN r.ok THEN 'ok' ELSE 'failed' END
@@ -138,7 +151,8 @@ SELECT json_build_object(
            'runs', coalesce((SELECT json_agg(json_build_object(
                         'kind', r.kind, 'due_ms', r.due_ms, 'started_ms', r.started_ms,
                         'took_ms', r.took_ms, 'late_ms', r.late_ms, 'ok', r.ok, 'rows', r.rows,
-                        'error', r.error, 'reason', r.reason) ORDER BY r.started_at DESC, r.id DESC)
+                        'error', r.error, 'reason', r.reason, 'attempt', r.attempt,
+                        'backfill', r.backfill_id) ORDER BY r.started_at DESC, r.id DESC)
                       FROM recent r), '[]'::json),
            'since_ms', (SELECT (extract(epoch FROM since.at) * 1000)::bigint FROM since),
            'points', coalesce((SELECT json_agg(json_build_array(
@@ -159,3 +173,20 @@ SELECT coalesce(json_agg(json_build_object(
          ORDER BY a.at DESC, a.id DESC), '[]'::json)::text
   FROM (SELECT * FROM timers.audit au WHERE lower(au.object) = lower($1::text)
          ORDER BY au.at DESC, au.id DESC LIMIT 50) a
+
+-- name: backfill
+-- POST /api/timers/{name}/backfill: timers.backfill; its id (backfill_row reads it after).
+SELECT timers.backfill($1::text, $2::text::timestamptz, $3::text::timestamptz)
+
+-- name: backfill_row
+-- One timers.backfills row (a backfill just made is read in the same transaction).
+SELECT row_to_json(b)::text FROM timers.backfills b WHERE b.id = $1::bigint
+
+-- name: list_backfills
+-- GET /api/backfills?timer=: timers.backfills, newest first; $1 NULL: every timer's.
+SELECT coalesce(json_agg(row_to_json(b) ORDER BY b.id DESC), '[]'::json)::text
+  FROM timers.backfills b
+ WHERE $1::text IS NULL OR lower(b.timer) = lower($1::text)
+
+-- name: cancel_backfill
+SELECT row_to_json(timers.cancel_backfill($1::bigint))::text

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from pgtimers.http.backend import Backend, DatabaseSource
+from pgtimers.http.backfills import add_backfill_routes
 from pgtimers.http.context import ANONYMOUS, BACKEND
 from pgtimers.http.errors import HttpError, error_middleware, json_response
 from pgtimers.http.guard import HeadGuard
@@ -129,6 +130,7 @@ def make_app(databases: DatabaseSource, settings: HttpSettings, anonymous: bool)
     app[BACKEND] = Backend(databases, settings)
     app[ANONYMOUS] = anonymous
     add_routes(app)
+    add_backfill_routes(app)
     add_keyed_routes(app)
     app.router.add_get("/api/stats", stats)
     app.router.add_get("/metrics", metrics)

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 
+import asyncpg
 from aiohttp import web
 
 from pgtimers.http.body import ENABLE_KEYS, KEEP_KEYS, SAVE_KEYS, parse_object
 from pgtimers.http.context import BACKEND, caller_pool, post_pool
 from pgtimers.http.errors import HttpError, json_response
 from pgtimers.http.queries import query as _sql
+from pgtimers.http.values import name_the_bad_value
 
 RUN_FIELDS = ("name", "finished", "ok", "error", "took_ms", "rows")
 # ?window= of GET /api/timers/<name>/history: how far back its charts go
@@ -30,9 +32,22 @@ WINDOW_PARAMETER = {
 }
 HISTORY_RUN = {
     "type": "object",
-    "required": ["kind", "due_ms", "started_ms", "took_ms", "late_ms", "ok", "rows", "error"],
+    "required": [
+        "kind",
+        "due_ms",
+        "started_ms",
+        "took_ms",
+        "late_ms",
+        "ok",
+        "rows",
+        "error",
+        "attempt",
+    ],
     "properties": {
-        "kind": {"type": "string", "description": "scheduled, catch_up, run_now or skipped"},
+        "kind": {
+            "type": "string",
+            "description": "scheduled, catch_up, retry, backfill, run_now or skipped",
+        },
         "due_ms": dict(_INT, nullable=True),
         "started_ms": _INT,
         "took_ms": _INT,
@@ -41,6 +56,8 @@ HISTORY_RUN = {
         "rows": _INT,
         "error": {"type": "string"},
         "reason": {"type": "string", "description": "why the due time was skipped"},
+        "attempt": dict(_INT, description="1 for a due time's first try, 2 for its first retry..."),
+        "backfill": dict(_INT, nullable=True, description="the backfill it ran for"),
     },
 }
 HISTORY_FIELDS = {
@@ -104,7 +121,11 @@ async def save_timer(request: web.Request) -> web.Response:
     pool = await post_pool(request)
     body = parse_object(await request.read(), SAVE_KEYS, empty_ok=False)
     args = [body.get(key) for key in SAVE_KEYS]
-    return json_response(await pool.fetchval(_sql("save_timer"), *args))
+    try:
+        return json_response(await pool.fetchval(_sql("save_timer"), *args))
+    except asyncpg.exceptions.DataError:
+        await name_the_bad_value(pool, body, SAVE_KEYS)
+        raise
 
 
 async def run_timer(request: web.Request) -> web.Response:

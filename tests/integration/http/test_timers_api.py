@@ -13,7 +13,8 @@ STATUS_FIELDS = [
     "next_run_ms", "last_run_ms", "last_due_ms", "last_late_ms", "max_late_ms", "last_ok",
     "last_error", "last_took_ms", "last_rows", "runs", "failures", "failures_24h", "skipped",
     "last_skip_ms", "last_skip_reason", "caught_up", "running", "timezone", "catch_up",
-    "start_at", "end_at", "max_runs", "expired", "locked",
+    "start_at", "end_at", "max_runs", "expired", "locked", "retries", "retry_delay",
+    "pause_after", "jitter", "priority", "paused_ms",
 ]  # fmt: skip
 
 
