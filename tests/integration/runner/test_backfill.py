@@ -46,7 +46,7 @@ def view(conn: psycopg.Connection, ident: int) -> dict[str, Any]:
 
 
 def finished(conn: psycopg.Connection, ident: int) -> bool:
-    return view(conn, ident)["state"] != "running"
+    return bool(view(conn, ident)["state"] != "running")
 
 
 def test_a_week_of_an_hourly_timer_runs_168_times_each_once_oldest_first(
@@ -107,7 +107,9 @@ def test_cancel_stops_a_backfill_between_due_times(
     wait_until(lambda: len(done()) >= 3, what="a few to run")
     with conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute("SELECT * FROM timers.cancel_backfill(%s)", [ident]).fetchone()
-    assert row is not None and row["state"] == "cancelled" and row["note"].startswith("cancelled by")
+    assert (
+        row is not None and row["state"] == "cancelled" and row["note"].startswith("cancelled by")
+    )
     ran = row["done"]
     conn.execute("SELECT pg_sleep(0.3)")
     assert len(done()) == ran < 300
@@ -144,8 +146,16 @@ def test_a_test_clock_timer_backfills_up_to_its_clock(
     [
         (("h", None, "2026-01-02"), errors.NullValueNotAllowed, "not NULL"),
         (("h", "2026-01-02", "2026-01-01"), errors.InvalidParameterValue, "not after from_at"),
-        (("h", "2026-01-01", "2999-01-01"), errors.InvalidParameterValue, "runs past due times only"),
-        (("h", "2026-01-01 00:10", "2026-01-01 00:50"), errors.InvalidParameterValue, "no due time"),
+        (
+            ("h", "2026-01-01", "2999-01-01"),
+            errors.InvalidParameterValue,
+            "runs past due times only",
+        ),
+        (
+            ("h", "2026-01-01 00:10", "2026-01-01 00:50"),
+            errors.InvalidParameterValue,
+            "no due time",
+        ),
         (("s", "2026-01-01", "2026-01-01 03:00"), errors.ProgramLimitExceeded, "at most 10000"),
         (("nope", "2026-01-01", "2026-01-02"), errors.NoDataFound, "no timer 'nope'"),
         (("h", "infinity", "2026-01-02"), errors.DatetimeFieldOverflow, "bad from_at"),
@@ -162,7 +172,9 @@ def test_bad_backfills_say_why_and_change_nothing(
     assert scalar(conn, "SELECT count(*) FROM timers.audit WHERE action = 'backfill'") == 0
 
 
-def test_backfill_is_for_admins_and_readers_see_the_view(db: Database, conn: psycopg.Connection) -> None:
+def test_backfill_is_for_admins_and_readers_see_the_view(
+    db: Database, conn: psycopg.Connection
+) -> None:
     save(conn, "h", "hourly", "SELECT 1")
     ident = backfill(conn, "h", "2026-01-01", "2026-01-02")
     with db.connect("pgt_reader") as reader:
@@ -176,3 +188,26 @@ def test_backfill_is_for_admins_and_readers_see_the_view(db: Database, conn: psy
         assert scalar(alice, "SELECT (timers.cancel_backfill(%s)).state", [ident]) == "cancelled"
     with pytest.raises(errors.NoDataFound, match="no backfill 999"):
         conn.execute("SELECT timers.cancel_backfill(999)")
+
+
+def test_runners_killed_during_a_backfill_run_each_due_time_once(
+    conn: psycopg.Connection, start_runner: StartRunner, done: Callable[[], list[str]]
+) -> None:
+    save(conn, "k", "hourly", DONE_SQL + "; SELECT pg_sleep(0.05)")
+    to_at = scalar(conn, "SELECT date_trunc('hour', now()) - interval '1 hour'")
+    ident = backfill(conn, "k", to_at - dt.timedelta(hours=48), to_at)
+    kills = 0
+    while kills < 3:
+        runner = start_runner()
+        ran = len(done())
+        wait_until(lambda: len(done()) >= ran + 5, timeout=15, what="a few more to run")  # noqa: B023
+        runner.kill()  # SIGKILL, maybe in the middle of one: it rolls back with the connection
+        kills += 1
+    last = start_runner()
+    wait_until(lambda: finished(conn, ident), timeout=30, what="the backfill to end")
+    dues = done()
+    assert len(dues) == len(set(dues)) == 48  # none twice, none lost
+    assert dues == sorted(dues)
+    row = view(conn, ident)
+    assert (row["done"], row["failed"], row["state"]) == (48, 0, "done")
+    assert last.stop() == 0

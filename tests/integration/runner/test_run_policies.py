@@ -14,21 +14,25 @@ from psycopg import errors
 from psycopg.rows import dict_row
 
 from tests.conftest import Database, scalar
-from tests.integration.runner.conftest import RunnerProcess, save, status, timer_row
+from tests.integration.runner.conftest import RunnerProcess, save, status, timer_row, wait_until
 
 StartRunner = Callable[..., RunnerProcess]
 T0 = "2027-01-04 09:00:00+00"
 UTC = dt.timezone.utc
 
 # Each committed run writes its timer, due time and attempt: a double commit would show.
-DONE_TABLE = "CREATE TABLE done (timer text, due text, attempt int, at timestamptz DEFAULT clock_timestamp())"
+DONE_TABLE = (
+    "CREATE TABLE done (timer text, due text, attempt int,"
+    " at timestamptz DEFAULT clock_timestamp())"
+)
 DONE_SQL = (
     "INSERT INTO done (timer, due, attempt) VALUES (current_setting('pgtimers.timer'),"
     " current_setting('pgtimers.due_at'), current_setting('pgtimers.attempt')::int)"
 )
 # fails (division by zero) on attempts before the third
 THIRD_TIME_LUCKY = (
-    DONE_SQL + " RETURNING 1 / (CASE WHEN current_setting('pgtimers.attempt')::int < 3 THEN 0 ELSE 1 END)"
+    DONE_SQL
+    + " RETURNING 1 / (CASE WHEN current_setting('pgtimers.attempt')::int < 3 THEN 0 ELSE 1 END)"
 )
 ALWAYS_FAILS = "SELECT 1 / 0"
 
@@ -196,8 +200,8 @@ def test_a_success_resets_the_streak(
 ) -> None:
     conn.execute("CREATE TABLE flip (fail boolean)")
     conn.execute("INSERT INTO flip VALUES (true)")
-    save(conn, "p", "every 1h", "SELECT 1 / CASE WHEN fail THEN 0 ELSE 1 END FROM flip", test_clock=clock,
-         pause_after=2)  # fmt: skip
+    flip = "SELECT 1 / CASE WHEN fail THEN 0 ELSE 1 END FROM flip"
+    save(conn, "p", "every 1h", flip, test_clock=clock, pause_after=2)
     start_runner()
     advance(conn, "10:00")
     conn.execute("UPDATE flip SET fail = false")
@@ -381,3 +385,54 @@ def test_a_long_error_is_cut_to_fit_notify_and_the_event_still_comes(
     assert len(json.dumps(event, ensure_ascii=False).encode()) <= 8000
     assert event["error"].startswith("éé") and event["error"].endswith("[cut]")
     assert event["sqlstate"] == "P0001"
+
+
+# --------------------------------------------------------------------------- crashes
+
+
+def test_a_runner_killed_during_a_retry_leaves_nothing_and_the_attempt_is_redone(
+    conn: psycopg.Connection, start_runner: StartRunner
+) -> None:
+    """On the server's clock: attempt 1 fails at once, attempt 2 is killed mid-run (SIGKILL),
+    another runner makes attempt 2 again, which commits: one commit for the due time."""
+    conn.execute(DONE_TABLE)
+    slow_second = (
+        DONE_SQL + "; SELECT pg_sleep(CASE WHEN current_setting('pgtimers.attempt') = '2'"
+        " THEN 1.5 ELSE 0 END), 1 / (current_setting('pgtimers.attempt')::int - 1)"
+    )
+    save(conn, "r", "every 1h", slow_second, retries=2, retry_delay="1 second")
+    first = start_runner()  # first: a due time older than the runner would be downtime
+    row = conn.execute(
+        "UPDATE timers.timers SET next_due_at = date_trunc('milliseconds', now())"
+        " WHERE name = 'r' RETURNING next_due_at"
+    ).fetchone()
+    assert row is not None
+    due = row[0].astimezone(UTC)
+    conn.execute("NOTIFY pgtimers")
+    _wait(lambda: _running(conn) == ["r"] and timer_row(conn, "r")["retry_attempt"] == 2,
+          "attempt 2 to be running")  # fmt: skip
+    first.kill()
+    assert done(conn, "r") == []
+    second = start_runner()
+    _wait(lambda: timer_row(conn, "r")["retry_at"] is None, "attempt 2 to commit", timeout=15)
+    stamp = due.strftime("%Y-%m-%dT%H:%M:%S.%f").rstrip("0").rstrip(".") + "Z"
+    assert done(conn, "r") == [(stamp, 2)]
+    assert [(r["kind"], r["attempt"], r["ok"]) for r in runs(conn, "r")] == [
+        ("scheduled", 1, False),
+        ("retry", 2, True),
+    ]
+    st = status(conn, "r")
+    assert (st["runs"], st["failures"], st["skipped"]) == (1, 0, 0)
+    assert second.stop() == 0
+
+
+def _running(conn: psycopg.Connection) -> list[str]:
+    rows = conn.execute(
+        "SELECT application_name FROM pg_stat_activity"
+        " WHERE datname = current_database() AND application_name LIKE 'pgtimers: %'"
+    ).fetchall()
+    return [r[0].removeprefix("pgtimers: ") for r in rows]
+
+
+def _wait(predicate: Callable[[], Any], what: str, timeout: float = 10.0) -> None:
+    wait_until(predicate, timeout=timeout, what=what)
