@@ -60,7 +60,8 @@ def setup(level: int = logging.INFO) -> None:
 
 
 def run_result(database: str, result: dict[str, Any]) -> None:
-    """The lines of one run's result: one per skip event, one when it failed."""
+    """The lines of one run's result: one per skip event, one when it failed (with its
+    attempt, and its retry or why none follows), one when it paused the timer."""
     timer = result.get("timer")
     for skip in result.get("skipped") or []:
         skip_event(database, timer, skip)
@@ -72,11 +73,24 @@ def run_result(database: str, result: dict[str, Any]) -> None:
             database=database,
             kind=result.get("kind"),
             due=result.get("due_at"),
+            attempt=result.get("attempt") if result.get("attempt", 1) != 1 else None,
             took_ms=result.get("took_ms"),
             sqlstate=result.get("sqlstate") or None,
             error=result.get("error"),
+            retry_at=result.get("retry_at"),
+            gave_up=result.get("gave_up"),
         )
-    elif result.get("kind") is not None:
+    # (a retry not made is a skipped due time: its line is the skip's, above)
+    if result.get("paused"):
+        event(
+            logging.WARNING,
+            "timer_paused",
+            timer=timer,
+            database=database,
+            due=result.get("due_at"),
+            note="failed pause_after due times in a row; timers.enable turns it on again",
+        )
+    if result.get("ok") is not False and result.get("kind") is not None:
         LOGGER.debug(
             line(
                 "run_ok",
