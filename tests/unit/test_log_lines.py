@@ -41,7 +41,7 @@ def test_a_failed_attempt_says_its_retry_and_a_pause_has_its_line(
     log.setup()
     for handler in log.LOGGER.handlers:  # set up by an earlier test, on its captured stderr
         if isinstance(handler, logging.StreamHandler):
-            handler.setStream(sys.stderr)
+            handler.stream = sys.stderr
     log.run_result(
         "app",
         {"timer": "t", "kind": "retry", "due_at": "2027-01-04T10:00:00Z", "ok": False,
