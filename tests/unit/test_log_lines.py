@@ -40,7 +40,7 @@ def test_a_failed_attempt_says_its_retry_and_a_pause_has_its_line(
 ) -> None:
     log.setup()
     for handler in log.LOGGER.handlers:  # set up by an earlier test, on its captured stderr
-        if isinstance(handler, logging.StreamHandler):
+        if getattr(handler, "_pgtimers", False) and isinstance(handler, logging.StreamHandler):
             handler.stream = sys.stderr
     log.run_result(
         "app",
