@@ -14,8 +14,11 @@ from tests.conftest import Database
 from tests.integration.runner.conftest import RunnerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
-# The line right before a ```sql fence that the docs claim runs as it is on a fresh database.
+# The line right before a ```sql fence that the docs claim runs as it is on a fresh database;
+# the second kind shows failures (retries, pauses), so its timers' failed runs are expected.
 RUNNABLE = "<!-- runnable -->"
+RUNNABLE_FAILING = "<!-- runnable; its runs fail on purpose -->"
+MARKERS = (RUNNABLE, RUNNABLE_FAILING)
 FENCE = re.compile(r"^```sql[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
@@ -27,6 +30,7 @@ class Block:
     line: int
     sql: str
     runnable: bool
+    fails_on_purpose: bool = False
 
     @property
     def id(self) -> str:
@@ -40,7 +44,9 @@ def sql_blocks(path: Path) -> list[Block]:
     for match in FENCE.finditer(text):
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1].strip()
         line = text.count("\n", 0, match.start()) + 1
-        blocks.append(Block(path, line, match.group(1), before == RUNNABLE))
+        blocks.append(
+            Block(path, line, match.group(1), before in MARKERS, before == RUNNABLE_FAILING)
+        )
     return blocks
 
 
@@ -50,7 +56,7 @@ def stray_markers(path: Path) -> list[int]:
     return [
         n + 1
         for n, line in enumerate(lines)
-        if line.strip() == RUNNABLE and (n + 1 >= len(lines) or lines[n + 1].strip() != "```sql")
+        if line.strip() in MARKERS and (n + 1 >= len(lines) or lines[n + 1].strip() != "```sql")
     ]
 
 
