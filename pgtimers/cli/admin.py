@@ -1,4 +1,5 @@
-"""Admin subcommands of the CLI: list, show, save, enable, disable, delete, history, next."""
+"""Admin subcommands of the CLI: list, show, enable, disable, delete, history, next (and
+save, from save.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 import psycopg
 
+from pgtimers.cli import save
 from pgtimers.cli.commands import Subparsers, add_command, positive, with_conn
 from pgtimers.cli.exit_codes import ExitCode
 from pgtimers.cli.format import plain, relative, result_word, table, timestamp
@@ -44,7 +46,7 @@ def cmd_list(conn: psycopg.Connection, args: argparse.Namespace) -> int:
         [
             t["name"],
             t["schedule"],
-            "off" if not t["enabled"] else ("expired" if t["expired"] else "on"),
+            _state(t),
             relative(t["next_run_ms"], now_ms),
             relative(t["last_run_ms"], now_ms),
             "running" if t["running"] else result_word(t["last_ok"]),
@@ -55,6 +57,12 @@ def cmd_list(conn: psycopg.Connection, args: argparse.Namespace) -> int:
     headers = ["name", "schedule", "state", "next run", "last run", "result", "last error"]
     print(table(headers, rows) if rows else "no timers yet: pgtimers save NAME SCHEDULE SQL")
     return ExitCode.OK
+
+
+def _state(timer: dict[str, Any]) -> str:
+    if not timer["enabled"]:
+        return "paused" if timer.get("paused_ms") else "off"
+    return "expired" if timer["expired"] else "on"
 
 
 def cmd_show(conn: psycopg.Connection, args: argparse.Namespace) -> int:
@@ -90,6 +98,7 @@ def _runs_table(runs: list[dict[str, Any]]) -> str:
         [
             r["started_at"],
             r["kind"],
+            r.get("attempt", 1),
             r["due_at"],
             r["took_ms"],
             r["late_ms"],
@@ -98,7 +107,8 @@ def _runs_table(runs: list[dict[str, Any]]) -> str:
         ]
         for r in runs
     ]
-    return table(["started", "kind", "due", "took ms", "late ms", "result", "error / reason"], rows)
+    headers = ["started", "kind", "attempt", "due", "took ms", "late ms", "result"]
+    return table([*headers, "error / reason"], rows)
 
 
 def cmd_history(conn: psycopg.Connection, args: argparse.Namespace) -> int:
@@ -110,30 +120,6 @@ def cmd_history(conn: psycopg.Connection, args: argparse.Namespace) -> int:
         _print_json(runs)
     else:
         print(_runs_table(runs) if runs else "no runs yet")
-    return ExitCode.OK
-
-
-def cmd_save(conn: psycopg.Connection, args: argparse.Namespace) -> int:
-    """Create or replace a timer."""
-    status = _one(
-        conn,
-        "save_timer",
-        {
-            "name": args.name,
-            "schedule": args.schedule,
-            "sql": args.sql,
-            "enabled": not args.disabled,
-            "timezone": args.timezone,
-            "catch_up": args.catch_up,
-            "start_at": args.start_at,
-            "end_at": args.end_at,
-            "max_runs": args.max_runs,
-            "timeout": args.timeout,
-            "locked": args.locked,
-            "test_clock": args.test_clock,
-        },
-    )
-    _print_json(status)
     return ExitCode.OK
 
 
@@ -191,29 +177,7 @@ def add_parsers(sub: Subparsers) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=with_conn(cmd_show))
 
-    p = add_command(
-        sub,
-        "save",
-        "create or replace a timer (it runs as the role you connect as)",
-        "pgtimers save shop_totals 'every 5m' 'CALL refresh_shop_totals()'",
-    )
-    p.add_argument("name")
-    p.add_argument("schedule")
-    p.add_argument("sql")
-    p.add_argument("--disabled", action="store_true", help="save it turned off")
-    p.add_argument("--timezone", help="zone of its wall times (default: the database's)")
-    p.add_argument(
-        "--catch-up",
-        choices=["skip", "latest", "all"],
-        help="what to do with due times missed while no runner was up",
-    )
-    p.add_argument("--start-at", help="not before this time (ISO 8601)")
-    p.add_argument("--end-at", help="not after this time (ISO 8601)")
-    p.add_argument("--max-runs", type=positive, help="expire after this many runs")
-    p.add_argument("--timeout", help="time limit of a run, like '30 s' (default 10 min)")
-    p.add_argument("--locked", action="store_true", help="only a superuser can unlock it")
-    p.add_argument("--test-clock", help="live on this test clock's time")
-    p.set_defaults(func=with_conn(cmd_save))
+    save.add_parser(sub)
 
     for name, enabled in (("enable", True), ("disable", False)):
         p = add_command(

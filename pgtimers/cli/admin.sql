@@ -10,7 +10,8 @@ SELECT row_to_json(s) FROM timers.status s WHERE lower(s.name) = lower(%(name)s)
 
 -- name: timer_history
 SELECT to_jsonb(h) FROM (
-    SELECT r.kind, r.due_at, r.started_at, r.took_ms, r.late_ms, r.ok, r.rows, r.error, r.reason
+    SELECT r.kind, r.due_at, r.started_at, r.took_ms, r.late_ms, r.ok, r.rows, r.error, r.reason,
+           r.attempt, r.backfill_id
       FROM timers.runs r JOIN timers.timers t ON t.id = r.timer_id
      WHERE lower(t.name) = lower(%(name)s)
      ORDER BY r.started_at DESC, r.id DESC
@@ -20,13 +21,6 @@ SELECT to_jsonb(h) FROM (
 SELECT t, to_char(t AT TIME ZONE z.zone, 'Dy YYYY-MM-DD HH24:MI:SS') || ' ' || z.zone
   FROM (SELECT coalesce(%(timezone)s, timers._default_zone()) AS zone) z,
        timers.next_runs(%(schedule)s, %(n)s, timezone => z.zone) t;
-
--- name: save_timer
-SELECT row_to_json(s) FROM timers.save(
-    %(name)s, %(schedule)s, %(sql)s, enabled => %(enabled)s, timezone => %(timezone)s,
-    catch_up => %(catch_up)s, start_at => %(start_at)s, end_at => %(end_at)s,
-    max_runs => %(max_runs)s, timeout => %(timeout)s::interval, locked => %(locked)s,
-    test_clock => %(test_clock)s) s;
 
 -- name: enable_timer
 SELECT row_to_json(s) FROM timers.enable(%(name)s, %(enabled)s) s;

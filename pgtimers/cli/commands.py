@@ -53,3 +53,15 @@ def positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"'{text}' is not a whole number of 1 or more")
     return int(text)
+
+
+def whole(text: str) -> int:
+    """An argument that is a whole number in PostgreSQL's integer range (what it means,
+    such as 0 to 100 retries, the SQL function checks)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if not -(2**31) <= value < 2**31:
+        raise argparse.ArgumentTypeError(f"'{text}' is out of range")
+    return value

@@ -11,6 +11,7 @@ import psycopg
 from pgtimers import __version__
 from pgtimers.cli import (
     admin,
+    backfills,
     calendar_import,
     early_signals,
     keyed,
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_install)
 
     admin.add_parsers(sub)
+    backfills.add_parsers(sub)
     keyed.add_parser(sub)
     calendar_import.add_parser(sub)
     pg_cron_import.add_parser(sub)
