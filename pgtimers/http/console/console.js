@@ -119,8 +119,14 @@ function overdueMs(t, now) {
   return late > OVERDUE_MS ? late : 0;
 }
 
+// Turned off by pause_after (failed due times in a row); turning it on resumes it.
+function paused(t) {
+  return !t.enabled && t.paused_ms > 0;
+}
+
 function nextRun(t, now) {
   if (t.running) return "running now";
+  if (paused(t)) return "paused";
   if (!t.enabled) return "off";
   if (t.expired) return "expired";
   if (!t.next_run_ms) return "—";
@@ -174,6 +180,11 @@ function renderList() {
     sw.setAttribute("aria-label", "on/off " + t.name);
     sw.addEventListener("change", () => setEnabled(t.name, sw.checked, sw));
     on.appendChild(sw);
+    if (paused(t)) {
+      const badge = el("span", "paused", "badge paused");
+      badge.title = "turned off after " + t.pause_after + " failed due times in a row (pause after); turn it on to resume";
+      on.appendChild(badge);
+    }
     tr.appendChild(on);
     const actions = document.createElement("td");
     const run = el("button", state.busy.has(t.name) ? "Running…" : "Run now", "run");
@@ -302,6 +313,13 @@ async function saveTimer(event) {
   body.enabled = field(f, "enabled").checked;
   if (value("timezone").trim()) body.timezone = value("timezone").trim();
   if (value("catch_up")) body.catch_up = value("catch_up");
+  // run policies: empty is the default; what a value may be, the server says
+  for (const n of ["retries", "pause_after", "priority"]) {
+    if (value(n).trim()) body[n] = Number(value(n));
+  }
+  for (const n of ["retry_delay", "jitter"]) {
+    if (value(n).trim()) body[n] = value(n).trim();
+  }
   try {
     const t = await api("POST", withDb("/api/timers"), body);
     say("timer " + t.name + " saved; next run " + nextRun(t, serverNow()), "ok");

@@ -15,6 +15,28 @@ function runResult(r) {
   return r.ok ? ["ok", "ok"] : ["failed", "failed"];
 }
 
+// An interval as PostgreSQL prints it ("00:01:30", "1 day 02:00:00") in words
+// ("1 min 30 s"); any other form as it is.
+function intervalText(text) {
+  const m = /^(?:(\d+) days? ?)?(\d+):(\d\d):(\d\d(?:\.\d+)?)$/.exec(text || "");
+  if (!m) return text;
+  const parts = [[+(m[1] || 0), "d"], [+m[2], "h"], [+m[3], "min"], [+m[4], "s"]];
+  return parts.filter(([n]) => n).map(([n, unit]) => n + " " + unit).join(" ") || "0 s";
+}
+
+// The run policies of issue 16, in words: retries, pause after, jitter, priority.
+function renderPolicies(box, t, when) {
+  definition(box, "Retries", t.retries
+    ? `${t.retries} · the first after ${intervalText(t.retry_delay)}, doubling, at most 1 h`
+    : "none: a failed run waits for its next due time").id = "timer-retries";
+  definition(box, "Pause after", t.pause_after
+    ? `${t.pause_after} failed due ${t.pause_after === 1 ? "time" : "times"} in a row`
+    : "never");
+  if (t.paused_ms) definition(box, "Paused", "since " + when(t.paused_ms) + ": turn it on to resume", "paused");
+  definition(box, "Jitter", t.jitter ? "up to " + intervalText(t.jitter) + " after each due time" : "none");
+  definition(box, "Priority", String(t.priority) + (t.priority ? "" : " (the default)")).id = "timer-priority";
+}
+
 function definition(list, term, value, cls) {
   list.appendChild(el("dt", term));
   const dd = el("dd", value, cls);
@@ -29,7 +51,7 @@ function renderSettings(d) {
   box.textContent = "";
   definition(box, "Schedule", t.schedule, "mono");
   definition(box, "Zone", d.zone);
-  definition(box, "On", t.expired ? "expired" : t.enabled ? "on" : "off");
+  definition(box, "On", t.expired ? "expired" : t.enabled ? "on" : t.paused_ms ? "off: paused after failures" : "off");
   const sql = definition(box, "SQL", t.sql === null ? "hidden: only pgtimers_admin and the timer's owner see its SQL" : t.sql, t.sql === null ? "hidden" : "mono sql");
   sql.id = "timer-sql";
   definition(box, "Runs as", t.created_by);
@@ -38,6 +60,7 @@ function renderSettings(d) {
   if (t.end_at) definition(box, "Ends", when(Date.parse(t.end_at)));
   if (t.max_runs) definition(box, "At most", t.max_runs + " runs");
   if (t.locked) definition(box, "Locked", "yes: a superuser must unlock it to change it");
+  renderPolicies(box, t, when);
   definition(box, "Counts", `${t.runs} runs · ${t.failures} failed · ${t.skipped} skipped · ${t.failures_24h} failed in 24 h`);
   definition(box, "Saved", when(t.created_ms) + (t.updated_ms !== t.created_ms ? " · changed " + when(t.updated_ms) : ""));
 }
@@ -87,7 +110,11 @@ function renderRuns(d) {
     const tr = document.createElement("tr");
     const [text, cls] = runResult(r);
     tr.className = cls;
-    tr.appendChild(el("td", r.kind.replace("_", " "), "kind"));
+    // retries and backfills are marked: the kind as a tag, a backfill with its id
+    const kind = el("td", null, "kind");
+    kind.appendChild(el("span", r.kind.replace("_", " ") + (r.backfill ? " #" + r.backfill : ""), "tag " + r.kind));
+    tr.appendChild(kind);
+    tr.appendChild(el("td", r.kind === "skipped" ? "—" : String(r.attempt), "num attempt"));
     tr.appendChild(el("td", r.due_ms ? when(r.due_ms) : "—"));
     tr.appendChild(el("td", r.kind === "skipped" ? "—" : when(r.started_ms)));
     tr.appendChild(el("td", r.kind === "skipped" ? "—" : durationText(r.took_ms), "num"));
