@@ -231,12 +231,13 @@ def test_backfill_of_an_unknown_timer_is_404(api: Client, db: Database) -> None:
     assert resp.error == f"there is no timer 'ghost' in database {db.name}"
 
 
-def test_a_reader_lists_but_may_not_backfill_or_cancel(
+def test_an_admin_backfills_a_reader_lists_but_may_not_backfill_or_cancel(
     api: Client, basic: bool, conn: psycopg.Connection
 ) -> None:
     _hourly(api)
     body = {"from_at": _hours_ago(conn, 3).isoformat(), "to_at": _hours_ago(conn, 0).isoformat()}
-    made = api.post("/api/timers/h/backfill", body).json()
+    made = api.as_basic("pgt_http_admin").post("/api/timers/h/backfill", body).json()
+    assert made["requested_by"] == "pgt_http_admin"  # as the caller's role
     reader = api.as_basic("pgt_http_reader")
     refused = reader.post("/api/timers/h/backfill", body)
     assert refused.status == 403
