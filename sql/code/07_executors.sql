@@ -309,18 +309,48 @@ CREATE OR REPLACE FUNCTION timers._guarded_settings() RETURNS text[]
                      'synchronous_commit', 'transaction_read_only']::text[]
     $$;
 
--- The values of timers._guarded_settings() now, in that order.
+-- The values of timers._guarded_settings() now, in that order (the same names, written
+-- out: an inlined expression, not a query, as it runs twice in every run;
+-- tests/unit/test_sql_code.py holds the two lists equal).
 CREATE OR REPLACE FUNCTION timers._settings_now() RETURNS text[]
-    LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
+    LANGUAGE sql STABLE
     AS $$
-BEGIN
-    -- one query, not a loop of 34 steps: it runs twice in every run
-    RETURN ARRAY(SELECT pg_catalog.current_setting(n.name, true)
-                   FROM pg_catalog.unnest(timers._guarded_settings()) WITH ORDINALITY AS n(name, i)
-                  ORDER BY n.i);
-END
-$$;
+        SELECT ARRAY[
+            pg_catalog.current_setting('search_path', true),
+            pg_catalog.current_setting('exit_on_error', true),
+            pg_catalog.current_setting('TimeZone', true),
+            pg_catalog.current_setting('DateStyle', true),
+            pg_catalog.current_setting('IntervalStyle', true),
+            pg_catalog.current_setting('extra_float_digits', true),
+            pg_catalog.current_setting('standard_conforming_strings', true),
+            pg_catalog.current_setting('backslash_quote', true),
+            pg_catalog.current_setting('escape_string_warning', true),
+            pg_catalog.current_setting('transform_null_equals', true),
+            pg_catalog.current_setting('array_nulls', true),
+            pg_catalog.current_setting('bytea_output', true),
+            pg_catalog.current_setting('xmlbinary', true),
+            pg_catalog.current_setting('xmloption', true),
+            pg_catalog.current_setting('lc_monetary', true),
+            pg_catalog.current_setting('lc_numeric', true),
+            pg_catalog.current_setting('lc_time', true),
+            pg_catalog.current_setting('default_text_search_config', true),
+            pg_catalog.current_setting('quote_all_identifiers', true),
+            pg_catalog.current_setting('row_security', true),
+            pg_catalog.current_setting('lock_timeout', true),
+            pg_catalog.current_setting('client_encoding', true),
+            pg_catalog.current_setting('client_min_messages', true),
+            pg_catalog.current_setting('check_function_bodies', true),
+            pg_catalog.current_setting('plpgsql.variable_conflict', true),
+            pg_catalog.current_setting('plpgsql.extra_errors', true),
+            pg_catalog.current_setting('plpgsql.extra_warnings', true),
+            pg_catalog.current_setting('statement_timeout', true),
+            pg_catalog.current_setting('idle_in_transaction_session_timeout', true),
+            pg_catalog.current_setting('default_transaction_isolation', true),
+            pg_catalog.current_setting('default_transaction_read_only', true),
+            pg_catalog.current_setting('default_transaction_deferrable', true),
+            pg_catalog.current_setting('synchronous_commit', true),
+            pg_catalog.current_setting('transaction_read_only', true)]
+    $$;
 
 -- What tells the statements prepared in this session apart: how many, and when the
 -- last was prepared (a PREPARE adds one or moves the time, a DEALLOCATE takes one).
@@ -342,6 +372,9 @@ $$;
 CREATE OR REPLACE FUNCTION timers._saved_executor(p_owner name, p_sql text) RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
+    -- the name (or key) index whatever the statistics say: a table analyzed while empty
+    -- would make each look-up a scan, and a bulk save quadratic
+    SET enable_seqscan = off SET jit = off
     AS $$
 DECLARE
     v_timer text := current_setting('pgtimers.timer', true);
@@ -424,7 +457,7 @@ DECLARE
     i integer;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', p_settings[1], false);
-    IF timers._settings_now() IS DISTINCT FROM p_settings THEN
+    IF timers._settings_now() OPERATOR(pg_catalog.<>) p_settings THEN
       -- put back for the rest of this transaction; the runner resets its session after it
       PERFORM pg_catalog.set_config('pgtimers.session_dirty', 'on', true);
       FOR i IN 2 .. pg_catalog.cardinality(v_names) LOOP
@@ -451,10 +484,14 @@ BEGIN
     END IF;
     -- what else the SQL may leave in the session: the runner resets it after this transaction
     PERFORM pg_catalog.pg_advisory_unlock_all();
-    IF pg_catalog.pg_my_temp_schema() OPERATOR(pg_catalog.<>) 0
-           AND EXISTS (SELECT 1 FROM pg_catalog.pg_class c
-                        WHERE c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema())
-       OR EXISTS (SELECT 1 FROM pg_catalog.pg_listening_channels()) THEN
+    -- (nested, not AND: the EXISTS would run as an init plan, before the cheap test)
+    IF pg_catalog.pg_my_temp_schema() OPERATOR(pg_catalog.<>) 0 THEN
+        IF EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+                    WHERE c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema()) THEN
+            PERFORM pg_catalog.set_config('pgtimers.session_dirty', 'on', true);
+        END IF;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_listening_channels()) THEN
         PERFORM pg_catalog.set_config('pgtimers.session_dirty', 'on', true);
     END IF;
     IF EXISTS (SELECT 1 FROM pg_catalog.pg_cursors c WHERE c.is_holdable) THEN

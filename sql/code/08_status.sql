@@ -71,6 +71,9 @@ COMMENT ON VIEW timers.status IS
 CREATE OR REPLACE FUNCTION timers._status(p_name text) RETURNS timers.status
     LANGUAGE sql VOLATILE
     SET search_path = pg_catalog, pg_temp
+    -- the name (or key) index whatever the statistics say: a table analyzed while empty
+    -- would make each look-up a scan, and a bulk save quadratic
+    SET enable_seqscan = off SET jit = off
     AS $$ SELECT s.* FROM timers.status s WHERE lower(s.name) = lower(p_name) COLLATE "default" $$;
 
 -- ---------------------------------------------------------------------------

@@ -658,6 +658,9 @@ $$;
 CREATE OR REPLACE FUNCTION timers._lock_or_running(p_name text, OUT t timers.timers, OUT running boolean)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
+    -- the name (or key) index whatever the statistics say: a table analyzed while empty
+    -- would make each look-up a scan, and a bulk save quadratic
+    SET enable_seqscan = off SET jit = off
     AS $$
 BEGIN
     SELECT * INTO t FROM timers.timers x
@@ -718,6 +721,9 @@ CREATE OR REPLACE FUNCTION timers._run_backend(p_id bigint) RETURNS integer
 CREATE OR REPLACE FUNCTION timers._cancel(p_actor name, p_name text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
+    -- the name (or key) index whatever the statistics say: a table analyzed while empty
+    -- would make each look-up a scan, and a bulk save quadratic
+    SET enable_seqscan = off SET jit = off
     AS $$
 DECLARE
     t timers.timers;

@@ -11,6 +11,9 @@ CREATE OR REPLACE FUNCTION timers._due(p_limit integer)
     RETURNS TABLE (id bigint, due_at timestamptz, test_clock text, fire_at timestamptz)
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, pg_temp
+    -- index scans whatever the statistics say (a table that grew since its last
+    -- ANALYZE must not make every claim a scan and sort of all that is due; no JIT)
+    SET enable_seqscan = off SET enable_bitmapscan = off SET jit = off
     AS $$
         SELECT d.id, d.due_at, d.test_clock, d.fire_at FROM (
             (SELECT t.id, coalesce(t.retry_due_at, t.next_due_at) AS due_at, NULL::text AS test_clock,
@@ -39,6 +42,9 @@ CREATE OR REPLACE FUNCTION timers._next_wake(
     OUT db_now timestamptz, OUT wake_at timestamptz, OUT next_at timestamptz)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
+    -- index scans whatever the statistics say (a table that grew since its last
+    -- ANALYZE must not make every claim a scan and sort of all that is due; no JIT)
+    SET enable_seqscan = off SET enable_bitmapscan = off SET jit = off
     AS $$
 BEGIN
         SELECT clock_timestamp(),
@@ -225,7 +231,7 @@ END
 $$;
 
 -- The seed's rule after a run of due time p_due that started at p_started and
--- ended at p_ended (t.scheduled_runs already counts it). The next due time n1
+-- ended at p_ended (t.scheduled_runs already counts it; p_n1 is timers._plan(t, p_due)). The next due time n1
 -- normally comes after the run ended. When it came during the run, it gets one
 -- catch-up run right away if the run took less than one interval (n1 - p_due)
 -- and ended before the regular time after n1; otherwise every due time that
@@ -233,13 +239,13 @@ $$;
 -- catch_up = 'all' never skips: each due time runs, in order.
 CREATE OR REPLACE FUNCTION timers._after_run(
     t timers.timers, p_due timestamptz, p_started timestamptz, p_ended timestamptz,
-    OUT next_due timestamptz, OUT catch_up boolean, OUT skip_n bigint,
+    p_n1 timestamptz, OUT next_due timestamptz, OUT catch_up boolean, OUT skip_n bigint,
     OUT skip_first timestamptz, OUT skip_last timestamptz, OUT skip_dues timestamptz[])
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_n1 timestamptz := timers._plan(t, p_due);
+    v_n1 timestamptz := p_n1;  -- timers._plan(t, p_due): the caller has it
     v_n2 timestamptz;
     w record;
 BEGIN
@@ -410,6 +416,8 @@ DECLARE
     v_streak integer := 0;
     v_pause boolean := false;
     v_last_error text := '';
+    v_n1 timestamptz;
+    v_result jsonb;
 BEGIN
     SELECT * INTO t FROM timers.timers WHERE id = p_id FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
@@ -442,11 +450,13 @@ BEGIN
     END IF;
     v_kind := CASE WHEN t.catch_up_due_at = p_due THEN 'catch_up' ELSE 'scheduled' END;
     v_planned := t.fire_at;
+    v_n1 := NULL;
 
     -- Never run a due time whose successor has come (unless catch_up = 'all'):
     -- the earlier ones are skipped, the latest runs, at its own time (jitter).
     IF coalesce(t.catch_up, 'skip') <> 'all' AND t.spec->>'kind' <> 'once' THEN
         w := timers._walk_dues(t, p_due, v_now);
+        v_n1 := w.next_due;  -- the due time after the one that runs
         IF w.n > 1 THEN
             v_event := timers._record_skips(t, w.dues[1:least(w.n - 1, v_cap)], w.n - 1,
                 w.first_due, w.before_last,
@@ -474,8 +484,11 @@ BEGIN
         v_ended := v_now;
     END IF;
 
+    IF v_n1 IS NULL THEN
+        v_n1 := timers._plan(t, v_due);
+    END IF;
     t.scheduled_runs := t.scheduled_runs + 1;
-    a := timers._after_run(t, v_due, v_started, v_ended);
+    a := timers._after_run(t, v_due, v_started, v_ended, v_n1);
     IF a.skip_n > 0 THEN
         v_event := timers._record_skips(t, a.skip_dues, a.skip_n, a.skip_first, a.skip_last,
             format('the run due at %s was still running', timers._iso(v_due)), p_runner);
@@ -527,12 +540,15 @@ BEGIN
         PERFORM timers._apply_pending(t.id);
     END IF;
 
-    RETURN jsonb_build_object(
+    v_result := jsonb_build_object(
         'timer', t.name, 'kind', v_kind, 'due_at', timers._iso(v_due), 'ok', v_ok,
-        'error', r->>'error', 'sqlstate', r->>'sqlstate', 'rows', (r->>'rows')::bigint,
-        'took_ms', (r->>'took_ms')::bigint, 'late_ms', v_late,
-        'next_due_at', timers._iso(a.next_due), 'expired', a.next_due IS NULL,
-        'skipped', v_skips, 'attempt', 1,
+        'rows', (r->>'rows')::bigint, 'took_ms', (r->>'took_ms')::bigint, 'late_ms', v_late,
+        'skipped', v_skips);
+    IF v_ok THEN
+        RETURN v_result;
+    END IF;
+    RETURN v_result || jsonb_build_object(
+        'error', r->>'error', 'sqlstate', r->>'sqlstate', 'attempt', 1,
         'retry_at', CASE WHEN NOT v_final THEN timers._iso(v_retry_at) END,
         'gave_up', v_given_up, 'paused', v_pause);
 END
@@ -744,6 +760,9 @@ CREATE OR REPLACE FUNCTION timers._claim_due(
     p_skip bigint[], OUT id bigint, OUT due_at timestamptz, OUT timeout interval)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
+    -- index scans whatever the statistics say (a table that grew since its last
+    -- ANALYZE must not make every claim a scan and sort of all that is due; no JIT)
+    SET enable_seqscan = off SET enable_bitmapscan = off SET jit = off
     AS $$
 BEGIN
     SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout INTO id, due_at, timeout
@@ -808,45 +827,54 @@ DECLARE
     v_id bigint;
     v_at timestamptz;  -- the due time (a timer) or the owed time (a keyed timer)
     v_timer bigint;  -- a backfill's timer
+    c record;
     v_timeout interval;
     v_timeout_ms bigint;
     v_result jsonb;
 BEGIN
-    IF NOT p_keyed_only THEN
-        SELECT q.id, t.timeout INTO v_id, v_timeout
-          FROM timers.run_requests q LEFT JOIN timers.timers t ON t.id = q.timer_id
-         WHERE q.finished_at IS NULL AND q.requested_at > now() - interval '5 minutes'
-         ORDER BY q.id
-         LIMIT 1
-           FOR UPDATE OF q SKIP LOCKED;
-        v_kind := CASE WHEN FOUND THEN 'request' END;
-        IF v_kind IS NULL THEN
-            SELECT c.id, c.due_at, c.timeout INTO v_id, v_at, v_timeout
-              FROM timers._claim_due(p_skip) c;
-            v_kind := CASE WHEN v_id IS NOT NULL THEN 'timer' END;
-        END IF;
-    END IF;
-    IF v_kind IS NULL THEN
-        SELECT k.id, k.owed_at INTO v_id, v_at FROM timers._keyed_claim(p_skip_keyed) k;
-        v_kind := CASE WHEN FOUND THEN 'keyed' END;
-    END IF;
-    IF v_kind IS NULL AND NOT p_keyed_only THEN
-        -- last: a backfill's next due time (never before what is due now)
-        SELECT c.id, c.timer_id, c.timeout INTO v_id, v_timer, v_timeout
-          FROM timers._claim_backfill(p_skip) c;
-        v_kind := CASE WHEN v_id IS NOT NULL THEN 'backfill' END;
-    END IF;
-    IF v_kind IS NULL THEN
-        RETURN NULL;
-    END IF;
-    IF v_kind <> 'keyed' THEN
-        v_timeout_ms := timers._ms(coalesce(v_timeout, interval '10 minutes'));
-        IF v_timeout_ms <> p_timeout_ms THEN
-            RETURN jsonb_build_object('claim', v_kind, 'id', v_id, 'timeout_ms', v_timeout_ms,
-                                      'due_at', v_at, 'timer_id', v_timer);
-        END IF;
-    END IF;
+    -- Claim and run in one block (a subtransaction): a row locked by the transaction
+    -- around a subtransaction that then updates it gets a MultiXact for its xmax, which
+    -- keeps its dead index entries from being marked dead, so that every later claim
+    -- walks them again (0.4 ms a claim after a few thousand fires).
     BEGIN
+        IF NOT p_keyed_only THEN
+            SELECT q.id, t.timeout INTO v_id, v_timeout
+              FROM timers.run_requests q LEFT JOIN timers.timers t ON t.id = q.timer_id
+             WHERE q.finished_at IS NULL AND q.requested_at > now() - interval '5 minutes'
+             ORDER BY q.id
+             LIMIT 1
+               FOR UPDATE OF q SKIP LOCKED;
+            v_kind := CASE WHEN FOUND THEN 'request' END;
+            IF v_kind IS NULL THEN
+                c := timers._claim_due(p_skip);
+                v_id := c.id;
+                v_at := c.due_at;
+                v_timeout := c.timeout;
+                v_kind := CASE WHEN v_id IS NOT NULL THEN 'timer' END;
+            END IF;
+        END IF;
+        IF v_kind IS NULL THEN
+            SELECT k.id, k.owed_at INTO v_id, v_at FROM timers._keyed_claim(p_skip_keyed) k;
+            v_kind := CASE WHEN FOUND THEN 'keyed' END;
+        END IF;
+        IF v_kind IS NULL AND NOT p_keyed_only THEN
+            -- last: a backfill's next due time (never before what is due now)
+            c := timers._claim_backfill(p_skip);
+            v_id := c.id;
+            v_timer := c.timer_id;
+            v_timeout := c.timeout;
+            v_kind := CASE WHEN v_id IS NOT NULL THEN 'backfill' END;
+        END IF;
+        IF v_kind IS NULL THEN
+            RETURN NULL;
+        END IF;
+        IF v_kind <> 'keyed' THEN
+            v_timeout_ms := timers._ms(coalesce(v_timeout, interval '10 minutes'));
+            IF v_timeout_ms <> p_timeout_ms THEN
+                RETURN jsonb_build_object('claim', v_kind, 'id', v_id, 'timeout_ms', v_timeout_ms,
+                                          'due_at', v_at, 'timer_id', v_timer);
+            END IF;
+        END IF;
         IF v_kind = 'request' THEN
             v_result := timers._run_request(v_id, p_runner);
         ELSIF v_kind = 'timer' THEN
@@ -859,8 +887,8 @@ BEGIN
     EXCEPTION WHEN OTHERS THEN
         -- the run's own machinery failed (not its SQL, whose errors are recorded): say
         -- which, so that the runner leaves it alone for a while instead of a hot loop
-        RETURN jsonb_build_object('failed', v_kind, 'id', coalesce(v_timer, v_id), 'sqlstate', SQLSTATE,
-                                  'error', timers._cut(SQLERRM));
+        RETURN jsonb_build_object('failed', coalesce(v_kind, 'claim'), 'id', coalesce(v_timer, v_id),
+                                  'sqlstate', SQLSTATE, 'error', timers._cut(SQLERRM));
     END;
     IF current_setting('pgtimers.session_dirty', true) = 'on' THEN
         v_result := coalesce(v_result, '{}') || '{"reset": true}';
@@ -881,7 +909,7 @@ REVOKE ALL ON FUNCTION
     timers._walk_dues(timers.timers,timestamp with time zone,timestamp with time zone),
     timers._apply_gap(timers.timers,timestamp with time zone,text,text,timestamp with time zone),
     timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone),
-    timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone),
+    timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone,timestamp with time zone),
     timers._next_attempt(timers.timers,integer,timestamp with time zone,timestamp with time zone),
     timers._failed_outcome(timers.timers,integer,text,timestamp with time zone,text),
     timers._announce_failure(timers.timers,text,timestamp with time zone,integer,jsonb,timestamp with time zone,text,boolean,integer,text),
@@ -903,7 +931,7 @@ GRANT EXECUTE ON FUNCTION
     timers._walk_dues(timers.timers,timestamp with time zone,timestamp with time zone),
     timers._apply_gap(timers.timers,timestamp with time zone,text,text,timestamp with time zone),
     timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone),
-    timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone),
+    timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone,timestamp with time zone),
     timers._next_attempt(timers.timers,integer,timestamp with time zone,timestamp with time zone),
     timers._failed_outcome(timers.timers,integer,text,timestamp with time zone,text),
     timers._announce_failure(timers.timers,text,timestamp with time zone,integer,jsonb,timestamp with time zone,text,boolean,integer,text),

@@ -9,6 +9,9 @@
 CREATE OR REPLACE FUNCTION timers._run_ask(p_actor name, p_name text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
+    -- the name (or key) index whatever the statistics say: a table analyzed while empty
+    -- would make each look-up a scan, and a bulk save quadratic
+    SET enable_seqscan = off SET jit = off
     AS $$
 DECLARE
     t timers.timers;

@@ -678,6 +678,9 @@ CREATE OR REPLACE FUNCTION timers._keyed_claim(p_skip bigint[])
     RETURNS TABLE (id bigint, owed_at timestamptz, timeout_ms bigint)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
+    -- index scans whatever the statistics say (a table that grew since its last
+    -- ANALYZE must not make every claim a scan and sort of all that is due; no JIT)
+    SET enable_seqscan = off SET enable_bitmapscan = off SET jit = off
     AS $$
 DECLARE
     c record;

@@ -32,6 +32,9 @@ CREATE OR REPLACE FUNCTION timers._backfill(p_actor name, p_name text, p_from ti
     RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
+    -- the name (or key) index whatever the statistics say: a table analyzed while empty
+    -- would make each look-up a scan, and a bulk save quadratic
+    SET enable_seqscan = off SET jit = off
     AS $$
 DECLARE
     c_cap constant integer := 10000;
@@ -201,6 +204,9 @@ CREATE OR REPLACE FUNCTION timers._claim_backfill(
     p_skip bigint[], OUT id bigint, OUT timer_id bigint, OUT timeout interval)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
+    -- index scans whatever the statistics say (a table that grew since its last
+    -- ANALYZE must not make every claim a scan and sort of all that is due; no JIT)
+    SET enable_seqscan = off SET enable_bitmapscan = off SET jit = off
     AS $$
 BEGIN
     SELECT b.id, t.id, t.timeout INTO id, timer_id, timeout

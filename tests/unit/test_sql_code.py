@@ -75,3 +75,13 @@ def test_every_routine_pins_its_search_path_or_needs_none() -> None:
             assert call.upper() in CONSTRUCTS, f"{name} calls {call}() unqualified"
         leftover = re.sub(r"::\w+(\[\])?|\[|\]|[(),.;]", " ", body)
         assert not re.search(r"[-+*/<>=~!@#%^&|]", leftover), f"{name} uses a bare operator"
+
+
+def test_the_settings_a_run_may_not_change_are_read_in_the_order_they_are_named() -> None:
+    """timers._settings_now() writes out timers._guarded_settings()'s names (an inlined
+    expression, not a query): the same names, in the same order."""
+    bodies = {name: _body(statement) for _, name, statement in _routines()}
+    named = re.findall(r"'([\w.]+)'", bodies["timers._guarded_settings"])
+    read = re.findall(r"current_setting\('([\w.]+)', true\)", bodies["timers._settings_now"])
+    assert len(named) > 30
+    assert read == named
