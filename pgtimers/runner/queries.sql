@@ -2,11 +2,10 @@
 -- Each block starts with `-- name: <name>`; the lines after it up to the next
 -- block are the statement. Parameters are $1, $2 ... (asyncpg).
 
--- name: fire
--- One fire in one round trip: claim and run a run-now request, a due timer (or its
--- retry), a keyed timer or a backfill's next due time (timers._fire); NULL when nothing
--- is due.
-SELECT timers._fire($1, $2::bigint[], $3::bigint[], $4, $5)
+-- name: fire_many
+-- A batch of fires in one round trip, each in its own transaction (timers._fire_many):
+-- {fired, results, more}.
+CALL timers._fire_many($1, $2::bigint[], $3::bigint[], $4, $5, $6, $7, NULL)
 
 -- name: reset_session
 -- After a run that left session state (timers._fire says "reset": settings it changed,

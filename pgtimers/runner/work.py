@@ -163,12 +163,12 @@ class WorkerPool:
         finally:
             await self._close_worker(worker)
 
-    def _give_back(self, worker: Worker, result: dict[str, Any] | None) -> bool:
-        """Whether the worker gives its slot back after a fire: while another database
-        waits for one, when the fire found nothing or its slice is over."""
+    def _give_back(self, worker: Worker, results: list[dict[str, Any]] | None) -> bool:
+        """Whether the worker gives its slot back after a batch of fires: while another
+        database waits for one, when the batch found nothing or its slice is over."""
         if not self.s.budget.others_waiting(self.s.dsn):
             return False
-        return not result or time.monotonic() - worker.slot_since >= SLICE
+        return results is None or time.monotonic() - worker.slot_since >= SLICE
 
     async def _worker_failed(
         self, worker: Worker, exc: Exception, backoff: Backoff, lost: bool
@@ -219,19 +219,21 @@ class WorkerPool:
         await self._pause(1.0)
         return lost
 
-    def _after_fire(self, result: dict[str, Any] | None, burst: bool) -> bool:
-        """Note what a fire did; whether this worker fires again at once."""
-        if result is None:
+    def _after_fire(self, results: list[dict[str, Any]] | None, burst: bool) -> bool:
+        """Note what a batch of fires did; whether this worker fires again at once."""
+        if results is None:
             self._has_work = False
             self._nothing_to_claim = True
             self._recheck.set()
             return False
-        if not result:
-            # a run that raised (or a timer another run took): wait for the control
+        for result in results:
+            if result:
+                log.run_result(self.database, result)
+        if results and not results[-1]:
+            # the last one's run raised (or a timer another run took): wait for the control
             # session, not a hot loop
             self._recheck.set()
             return False
-        log.run_result(self.database, result)
         # the burst worker goes back to waiting, where it fires again while all others
         # run; the control session is asked only when a claim finds nothing (above)
         return not burst

@@ -1,6 +1,7 @@
 """One worker: a connection that fires one thing at a time, a run-now request, a due timer
-or a keyed timer, each in one round trip (timers._fire: claim, the SQL, bookkeeping and
-commit in one statement); a timer with a time limit of its own takes a second step."""
+or a keyed timer, each in its own transaction, a batch of them in one round trip
+(timers._fire_many: claim, the SQL, bookkeeping and commit, again); a timer with a time
+limit of its own takes a second step."""
 
 from __future__ import annotations
 
@@ -27,6 +28,13 @@ KEYED_STREAK_SECONDS = 0.1
 
 # Settings a run may change that no check puts back (work_mem, say) go this often.
 RESET_EVERY = 60.0
+
+# One round trip fires up to this many, each in its own transaction (timers._fire_many),
+# for at most this long: a burst costs one round trip per batch, not per fire, and a run's
+# time limit (the CALL's statement_timeout, counted from its start) stays within this of
+# its own.
+BATCH_MAX = 200
+BATCH_MS = 50
 
 
 class Worker:
@@ -76,45 +84,55 @@ class Worker:
         self._quarantine = {k: v for k, v in self._quarantine.items() if v > now}
         return list(self._quarantine)
 
-    async def run_one(self) -> dict[str, Any] | None:
-        """Fire one due timer, run-now request or keyed timer; None when nothing was due,
-        {} when something was claimed that ran nothing (its machinery raised).
+    async def run_one(self) -> list[dict[str, Any]] | None:
+        """Fire due timers, run-now requests and keyed timers, a batch in one round trip;
+        None when nothing was due, else the results to log ({} for a claim whose
+        machinery raised). Runs that went well are only counted.
 
-        Raises asyncpg/OSError when the connection fails (the transaction is then
-        rolled back by the server: the due time stays for the next claim)."""
+        Raises asyncpg/OSError when the connection fails (the transaction in flight is
+        then rolled back by the server: its due time stays for the next claim)."""
         await self.open()
         assert self.conn is not None
         keyed_only = time.monotonic() < self._keyed_until
-        result = await self._fire(self.conn, keyed_only)
-        if keyed_only and not result:
+        results = await self._fire(self.conn, keyed_only)
+        if keyed_only and results is None:
             self._keyed_until = 0.0  # none left (or the fire raised): a full round next
-            result = await self._fire(self.conn, False)
-        if result is not None and (result.pop("reset", False) or time.monotonic() > self._reset_at):
+            results = await self._fire(self.conn, False)
+        if results is not None and (
+            any(r.pop("reset", False) for r in results) or time.monotonic() > self._reset_at
+        ):
             await self.conn.execute(query("reset_session"))
             await self.conn.execute(RUN_SESSION_SETTINGS)
             self._reset_at = time.monotonic() + RESET_EVERY
         self._used_at = time.monotonic()
-        return result
+        return results
 
-    async def _fire(self, conn: asyncpg.Connection, keyed_only: bool) -> dict[str, Any] | None:
-        result: dict[str, Any] | None = await conn.fetchval(
-            query("fire"),
+    async def _fire(
+        self, conn: asyncpg.Connection, keyed_only: bool
+    ) -> list[dict[str, Any]] | None:
+        batch: dict[str, Any] = await conn.fetchval(
+            query("fire_many"),
             self.runner_id,
             self._quarantined(keyed=False),
             self._quarantined(keyed=True),
             keyed_only,
             DEFAULT_TIMEOUT_MS,
+            BATCH_MAX,
+            BATCH_MS,
         )
-        if result is None:
+        if not batch["fired"]:
             return None
-        if "claim" in result:
-            result = await self._with_own_timeout(conn, result)
-        if "failed" in result:
-            self._machinery_failed(result["failed"], int(result["id"]), result)
-            return {}
-        if result.get("kind") == "keyed" and not keyed_only:
-            self._keyed_until = time.monotonic() + KEYED_STREAK_SECONDS
-        return result
+        results: list[dict[str, Any]] = []
+        for result in batch["results"]:
+            if "claim" in result:
+                result = await self._with_own_timeout(conn, result)
+            if "failed" in result:
+                self._machinery_failed(result["failed"], int(result["id"]), result)
+                result = {}
+            if result.get("kind") == "keyed" and not keyed_only:
+                self._keyed_until = time.monotonic() + KEYED_STREAK_SECONDS
+            results.append(result)
+        return results
 
     async def _with_own_timeout(self, conn: asyncpg.Connection, claim: dict[str, Any]) -> Any:
         """The second step of a timer whose time limit is its own: run it in a transaction

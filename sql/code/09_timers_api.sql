@@ -252,8 +252,11 @@ END
 $$;
 
 -- Save one timer of role p_owner (already proven and checked) that runs in executor
--- p_executor, planned from p_now; writes its audit row. Its name.
-CREATE OR REPLACE FUNCTION timers._save_one(p_owner name, p_executor text, p_timer jsonb)
+-- p_executor, planned from p_now; writes its audit row. Its name. p_sql_checked: SQL
+-- that has passed timers._check_sql in this call (the timer before, in save_many), which
+-- is not checked again when this timer's SQL is the same text.
+CREATE OR REPLACE FUNCTION timers._save_one(
+    p_owner name, p_executor text, p_timer jsonb, p_sql_checked text DEFAULT NULL)
     RETURNS text
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -272,7 +275,9 @@ BEGIN
     v_zone := CASE WHEN a.timezone IS NULL THEN NULL ELSE timers._check_zone(a.timezone) END;
     PERFORM timers._check_options(a.catch_up, a.start_at, a.end_at, a.max_runs, a.timeout, a.test_clock);
     PERFORM timers._check_policies(a.retries, a.retry_delay, a.pause_after, a.jitter, a.priority);
-    PERFORM timers._check_sql(a.sql);
+    IF a.sql IS DISTINCT FROM p_sql_checked THEN
+        PERFORM timers._check_sql(a.sql);
+    END IF;
     v_now := timers._now(a.test_clock);
     v_spec := timers._parse_schedule(a.schedule, timers._zone(v_zone), v_now);
     PERFORM timers._require_calendar(v_spec);
@@ -348,6 +353,7 @@ DECLARE
     v_executor text;
     v_names text[] := '{}';
     v_timer jsonb;
+    v_sql text;
     i integer := 0;
     v_state text;
     v_message text;
@@ -369,7 +375,9 @@ BEGIN
         BEGIN
             FOR v_timer IN SELECT e FROM jsonb_array_elements(p_timers) e LOOP
                 i := i + 1;
-                v_names := v_names || timers._save_one(p_owner, v_executor, v_timer);
+                v_names := v_names || timers._save_one(p_owner, v_executor, v_timer, v_sql);
+                -- saved: its SQL passed, and timers of a bulk save often share one
+                v_sql := v_timer->>'sql';
             END LOOP;
         EXCEPTION WHEN OTHERS THEN
             -- which one: the message as timers.save gives it, after "timer <i>: "
@@ -769,7 +777,7 @@ COMMENT ON FUNCTION timers.cancel(text) IS
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION
     timers._timer_args(jsonb),
-    timers._save_one(name,text,jsonb),
+    timers._save_one(name,text,jsonb,text),
     timers.save_many(jsonb),
     timers._plan(timers.timers,timestamp with time zone),
     timers._no_such_timer(text),

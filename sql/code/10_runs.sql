@@ -484,10 +484,11 @@ BEGIN
         v_ended := v_now;
     END IF;
 
-    IF v_n1 IS NULL THEN
+    t.scheduled_runs := t.scheduled_runs + 1;
+    -- the walk's next due time holds unless max_runs (which this run counts toward) ends it
+    IF v_n1 IS NULL OR t.max_runs IS NOT NULL THEN
         v_n1 := timers._plan(t, v_due);
     END IF;
-    t.scheduled_runs := t.scheduled_runs + 1;
     a := timers._after_run(t, v_due, v_started, v_ended, v_n1);
     IF a.skip_n > 0 THEN
         v_event := timers._record_skips(t, a.skip_dues, a.skip_n, a.skip_first, a.skip_last,
@@ -897,10 +898,75 @@ BEGIN
 END
 $$;
 
+-- Fire one after another in one round trip, each in its own transaction (COMMIT after
+-- each fire, as the runner's own COMMIT would): until nothing is left to fire, p_max
+-- fires, or p_budget_ms have gone by, or a fire needs the runner (a timer with a time
+-- limit of its own: "claim"; a run whose machinery raised: "failed"; a session to
+-- reset: "reset"). result: {fired, results (the fires that failed, skipped, paused or
+-- need the runner, in order), more (whether the last look found something)}. The
+-- arguments are timers._fire's. A procedure that COMMITs can pin no search_path: its
+-- body names everything with its schema. The time limit is the CALL's statement_timeout,
+-- which runs from the CALL's start: p_budget_ms keeps a run's own limit within that of
+-- its start.
+CREATE OR REPLACE PROCEDURE timers._fire_many(
+    p_runner pg_catalog.text, p_skip pg_catalog.int8[], p_skip_keyed pg_catalog.int8[],
+    p_keyed_only pg_catalog.bool, p_timeout_ms pg_catalog.int8, p_max pg_catalog.int4,
+    p_budget_ms pg_catalog.int4, INOUT result pg_catalog.jsonb DEFAULT NULL)
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_one pg_catalog.jsonb;
+    v_fired pg_catalog.int4 := 0;
+    v_kept pg_catalog.jsonb := '[]';
+    v_until pg_catalog.timestamptz := pg_catalog.clock_timestamp()
+        OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => p_budget_ms OPERATOR(pg_catalog./) 1000.0);
+BEGIN
+    LOOP
+        v_one := timers._fire(p_runner, p_skip, p_skip_keyed, p_keyed_only, p_timeout_ms);
+        EXIT WHEN v_one IS NULL;
+        COMMIT;
+        v_fired := v_fired OPERATOR(pg_catalog.+) 1;
+        IF timers._fire_kept(v_one) THEN
+            v_kept := v_kept OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array(v_one);
+        END IF;
+        EXIT WHEN timers._fire_stops(v_one) OR v_fired OPERATOR(pg_catalog.>=) p_max
+               OR pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>=) v_until;
+    END LOOP;
+    result := pg_catalog.jsonb_build_object('fired', v_fired, 'results', v_kept, 'more', v_one IS NOT NULL);
+END
+$$;
+
+-- Whether a fire's result needs the runner before the next fire: a claim to run with
+-- its own time limit, a failure of the run's machinery, a session to reset.
+CREATE OR REPLACE FUNCTION timers._fire_stops(p_result jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$ SELECT p_result ?| ARRAY['claim', 'failed', 'reset'] $$;
+
+-- Whether timers._fire_many hands a fire's result to the runner: it failed, skipped or
+-- paused something, or the runner must act on it (timers._fire_stops). A run that went
+-- well is only counted.
+CREATE OR REPLACE FUNCTION timers._fire_kept(p_result jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT p_result->>'ok' = 'false' OR jsonb_array_length(coalesce(p_result->'skipped', '[]')) > 0
+            OR p_result->>'paused' = 'true' OR p_result->>'gave_up' IS NOT NULL
+            OR timers._fire_stops(p_result) OR p_result = '{}'
+    $$;
+
 -- ---------------------------------------------------------------------------
 -- Rights
 -- ---------------------------------------------------------------------------
+REVOKE ALL ON PROCEDURE
+    timers._fire_many(text,bigint[],bigint[],boolean,bigint,integer,integer,jsonb)
+    FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
+GRANT EXECUTE ON PROCEDURE
+    timers._fire_many(text,bigint[],bigint[],boolean,bigint,integer,integer,jsonb)
+    TO pgtimers_runner;
 REVOKE ALL ON FUNCTION
+    timers._fire_kept(jsonb),
+    timers._fire_stops(jsonb),
     timers._fire(text,bigint[],bigint[],boolean,bigint),
     timers._claim_due(bigint[]),
     timers._due(integer),
@@ -943,4 +1009,8 @@ GRANT EXECUTE ON FUNCTION
     timers._apply_gaps(text,text,timestamp with time zone),
     timers._server_clock_jumped(timestamp with time zone,timestamp with time zone,text),
     timers._run_error(text,text,interval)
+    TO pgtimers_runner;
+GRANT EXECUTE ON FUNCTION
+    timers._fire_kept(jsonb),
+    timers._fire_stops(jsonb)
     TO pgtimers_runner;

@@ -215,8 +215,11 @@ def test_the_runners_queries_never_use_an_owners_operator(
     """After SET search_path = <owner's schema>, pg_catalog persisted, the runner's fire
     (its claims compare next_due_at <= now()) would use the owner's operator as the runner."""
     _run(runner_session, ALICE, "SET search_path = public, pg_catalog")
-    psycopg.RawCursor(runner_session).execute(query("fire"), ["t", [], [], False, 600000])
     runner_session.commit()
+    runner_session.autocommit = True  # as the runner: a CALL that commits after each fire
+    psycopg.RawCursor(runner_session).execute(
+        query("fire_many"), ["t", [], [], False, 600000, 100, 50]
+    )
     assert _who_ran(logdb) in ([], [ALICE])
 
 

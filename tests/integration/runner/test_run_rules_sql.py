@@ -31,8 +31,10 @@ def after_run(
     """timers._after_run for the timer `name` (its run already counted), at offsets from T0."""
     row = conn.execute(
         "SELECT a.next_due, a.catch_up, a.skip_n, a.skip_dues"
-        "  FROM timers.timers t, timers._after_run(t, %s, %s, %s) a WHERE t.name = %s",
-        [at(due), at(started), at(ended), name],
+        "  FROM timers.timers t,"
+        "       timers._after_run(t, %(due)s, %(started)s, %(ended)s, timers._plan(t, %(due)s)) a"
+        " WHERE t.name = %(name)s",
+        {"due": at(due), "started": at(started), "ended": at(ended), "name": name},
     ).fetchone()
     assert row is not None
     return {
