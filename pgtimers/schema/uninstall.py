@@ -112,6 +112,8 @@ class Plan:
     others: list[OtherDatabase]
     verdict: RolesVerdict
     user: str  # the role the uninstall runs as
+    database_roles: list[str] = field(default_factory=list)  # this database's own roles
+    keep_roles: bool = False
 
     def refusals(
         self, force: bool, cascade: bool, how: tuple[str, str] = ("--force", "--cascade")
@@ -150,6 +152,13 @@ class Plan:
             lines.append(f"  drop roles {names}{lost}")
         elif self.roles:
             lines.append(f"  keep roles {names}: {'; '.join(self.verdict.reasons)}")
+        if self.database_roles:
+            own = ", ".join(self.database_roles)
+            lines.append(
+                f"  keep this database's roles {own}: --keep-roles"
+                if self.keep_roles
+                else f"  drop this database's roles {own}"
+            )
         return lines
 
     def _contents(self, schema: str) -> str:
@@ -181,6 +190,7 @@ def plan(conn: psycopg.Connection, dsn: str, keep_roles: bool = False) -> Plan:
     live = _scalar(conn, "live_runners") if _scalar(conn, "has_live_runners_function") else 0
     roles = {r: list(m) for r, m in conn.execute(_q("roles"), {"roles": list(ROLES)})}
     others = [] if keep_roles or not roles else other_databases(conn, dsn)
+    own = [r[0] for r in conn.execute(_q("database_roles"))] if has_table("timers.settings") else []
     return Plan(
         database=conn.info.dbname,
         schemas=schemas,
@@ -194,6 +204,8 @@ def plan(conn: psycopg.Connection, dsn: str, keep_roles: bool = False) -> Plan:
         others=others,
         verdict=roles_verdict(list(roles), others, keep_roles),
         user=str(_scalar(conn, "current_user")),
+        database_roles=own,
+        keep_roles=keep_roles,
     )
 
 
@@ -209,25 +221,30 @@ def drop(conn: psycopg.Connection, planned: Plan) -> list[str]:
         conn.execute(sql.SQL(_q("drop_schemas")).format(names))
         done += [f"dropped schema {s}{planned._contents(s)}" for s in planned.schemas]
         done += [f"dropped {item}" for item in planned.outside]
+    if planned.database_roles and not planned.keep_roles:
+        done.append(_drop_roles(conn, planned.database_roles, "this database's roles"))
     if not planned.verdict.drop:
         if planned.roles:
             done.append(
                 f"kept roles {', '.join(planned.roles)}: " + "; ".join(planned.verdict.reasons)
             )
         return done
-    roles = sql.SQL(", ").join(sql.Identifier(r) for r in planned.roles)
+    done.append(_drop_roles(conn, list(planned.roles), "roles"))
+    return done
+
+
+def _drop_roles(conn: psycopg.Connection, names: list[str], what: str) -> str:
+    """Drop roles in a savepoint; when PostgreSQL refuses (rights they still hold
+    somewhere), they are kept, and the line says why."""
+    roles = sql.SQL(", ").join(sql.Identifier(r) for r in names)
     try:
         with conn.transaction():
             conn.execute(sql.SQL(_q("drop_roles")).format(roles))
     except (psycopg.errors.DependentObjectsStillExist, psycopg.errors.InsufficientPrivilege) as exc:
         why = exc.diag.message_primary or str(exc)
         detail = (exc.diag.message_detail or "").replace("\n", "; ")
-        done.append(
-            f"kept roles {', '.join(planned.roles)}: {why}" + (f" ({detail})" if detail else "")
-        )
-        return done
-    done.append(f"dropped roles {', '.join(planned.roles)}")
-    return done
+        return f"kept {what} {', '.join(names)}: {why}" + (f" ({detail})" if detail else "")
+    return f"dropped {what} {', '.join(names)}"
 
 
 def only_to_base() -> None:

@@ -119,3 +119,8 @@ DROP SCHEMA IF EXISTS {} CASCADE;
 
 -- name: drop_roles
 DROP ROLE IF EXISTS {};
+
+-- name: database_roles
+-- This database's own roles (timers.use_database_roles), which go with its schemas.
+SELECT s.value FROM timers.settings s WHERE s.key IN ('reader_role', 'admin_role', 'runner_role')
+ ORDER BY s.key;

@@ -3,6 +3,17 @@
 -- Repeatable: applied whole on every install and upgrade, after the versioned
 -- migrations (docs/design.md). Each object here is defined in this file only.
 
+-- The role that holds a kind of right in this database ('reader', 'admin' or 'runner'):
+-- pgtimers_<kind>, the cluster's, unless this database has roles of its own
+-- (timers.use_database_roles, recorded in timers.settings as <kind>_role).
+CREATE OR REPLACE FUNCTION timers._role(p_kind text) RETURNS name
+    LANGUAGE sql STABLE
+    AS $$
+        SELECT COALESCE((SELECT s.value FROM timers.settings s
+                          WHERE s.key OPERATOR(pg_catalog.=) (p_kind OPERATOR(pg_catalog.||) '_role')),
+                        'pgtimers_' OPERATOR(pg_catalog.||) p_kind)::name
+    $$;
+
 -- One audit row; actor is the role in effect at the public call, session the login role.
 CREATE OR REPLACE FUNCTION timers._audit(p_actor name, p_action text, p_object text, p_detail jsonb)
     RETURNS void
@@ -93,10 +104,11 @@ CREATE OR REPLACE FUNCTION timers._require_admin(p_what text) RETURNS void
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
-    IF NOT pg_has_role(current_user, 'pgtimers_admin', 'MEMBER') THEN
-        RAISE EXCEPTION 'permission denied to % : it needs the role pgtimers_admin, and role "%" is not a member', p_what, current_user
+    IF NOT pg_has_role(current_user, timers._role('admin'), 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to % : it needs the role %, and role "%" is not a member', p_what,
+            timers._role('admin'), current_user
             USING ERRCODE = '42501',
-                  HINT = 'An administrator can run: GRANT pgtimers_admin TO ' || quote_ident(current_user) || ';';
+                  HINT = format('An administrator can run: GRANT %I TO %I;', timers._role('admin'), current_user);
     END IF;
     PERFORM timers._ticket();
 END
@@ -106,6 +118,7 @@ $$;
 -- Rights
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION
+    timers._role(text),
     timers._audit(name,text,text,jsonb),
     timers._notify(text,text),
     timers._event(text,text,timestamp with time zone,integer,text,text,jsonb),
@@ -114,6 +127,7 @@ REVOKE ALL ON FUNCTION
     timers._require_admin(text)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
+    timers._role(text),
     timers._audit(name,text,text,jsonb),
     timers._notify(text,text),
     timers._require_admin(text)

@@ -9,7 +9,7 @@ SELECT
     current_database()::text AS database,
     t.schedule,
     -- A timer's SQL may hold secrets: readers see it for their own timers only.
-    CASE WHEN pg_has_role(current_user, 'pgtimers_admin', 'MEMBER')
+    CASE WHEN pg_has_role(current_user, timers._role('admin'), 'MEMBER')
            OR pg_has_role(current_user, (SELECT p.proowner FROM pg_proc p WHERE p.pronamespace = 'timers_exec'::regnamespace AND p.proname = t.executor), 'MEMBER')
          THEN t.sql END AS sql,
     -- turned on or off while running: shown as asked

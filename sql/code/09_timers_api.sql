@@ -275,7 +275,7 @@ BEGIN
     v_zone := CASE WHEN a.timezone IS NULL THEN NULL ELSE timers._check_zone(a.timezone) END;
     PERFORM timers._check_options(a.catch_up, a.start_at, a.end_at, a.max_runs, a.timeout, a.test_clock);
     PERFORM timers._check_policies(a.retries, a.retry_delay, a.pause_after, a.jitter, a.priority);
-    IF a.sql IS DISTINCT FROM p_sql_checked THEN
+    IF p_sql_checked IS NULL OR a.sql IS DISTINCT FROM p_sql_checked THEN
         PERFORM timers._check_sql(a.sql);
     END IF;
     v_now := timers._now(a.test_clock);
@@ -360,8 +360,8 @@ DECLARE
     v_hint text;
 BEGIN
     PERFORM timers._take_ticket(p_owner, 'save a timer that runs');
-    IF NOT pg_has_role(p_owner, 'pgtimers_admin', 'MEMBER') THEN
-        RAISE EXCEPTION 'permission denied to save a timer: it needs the role pgtimers_admin, and role "%" is not a member', p_owner
+    IF NOT pg_has_role(p_owner, timers._role('admin'), 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to save a timer: it needs the role %, and role "%" is not a member', timers._role('admin'), p_owner
             USING ERRCODE = '42501';
     END IF;
     v_executor := timers._ensure_executor(p_owner);
@@ -721,7 +721,7 @@ CREATE OR REPLACE FUNCTION timers._run_backend(p_id bigint) RETURNS integer
           CROSS JOIN LATERAL pg_catalog.pg_stat_get_activity(l.pid) a
          WHERE t.id = p_id AND t.xmax <> '0'::xid
            AND a.application_name = left('pgtimers: ' || t.name, 63)
-           AND pg_has_role(a.usesysid, 'pgtimers_runner', 'MEMBER')
+           AND pg_has_role(a.usesysid, timers._role('runner'), 'MEMBER')
          LIMIT 1
     $$;
 

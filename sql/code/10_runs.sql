@@ -310,8 +310,9 @@ BEGIN
     streak := t.fail_streak + CASE WHEN final THEN 1 ELSE 0 END;
     pause := final AND t.enabled AND t.pause_after IS NOT NULL AND streak >= t.pause_after;
     last_error := CASE
-        WHEN pause THEN format('paused after %s failed due times in a row (pause_after %s); SELECT timers.enable(%L) turns it on again. The last error: %s',
-                               streak, t.pause_after, t.name, p_error)
+        WHEN pause THEN format('paused after %s failed due %s in a row (pause_after %s); SELECT timers.enable(%L) turns it on again. The last error: %s',
+                               streak, CASE WHEN streak = 1 THEN 'time' ELSE 'times' END, t.pause_after,
+                               t.name, p_error)
         WHEN p_retry_at IS NOT NULL THEN format('%s (attempt %s of %s; the next at %s)',
                                                 p_error, p_attempt, t.retries + 1, timers._iso(p_retry_at))
         WHEN p_given_up IS NOT NULL THEN format('%s (attempt %s; %s)', p_error, p_attempt, p_given_up)
@@ -372,7 +373,8 @@ DECLARE
     v_name text;
 BEGIN
     UPDATE timers.timers
-       SET enabled = false, paused_at = now(), next_due_at = NULL, catch_up_due_at = NULL
+       SET enabled = false, paused_at = coalesce(timers._now(test_clock), now()), next_due_at = NULL,
+           catch_up_due_at = NULL
      WHERE id = p_id AND enabled AND pause_after IS NOT NULL AND fail_streak >= pause_after
     RETURNING name INTO v_name;
     IF NOT FOUND THEN

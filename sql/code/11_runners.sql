@@ -16,7 +16,7 @@ CREATE OR REPLACE FUNCTION timers._live_runners() RETURNS integer
          WHERE r.stopped_at IS NULL
            AND a.datid = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
            AND a.application_name = r.application_name
-           AND pg_has_role(a.usesysid, 'pgtimers_runner', 'MEMBER')
+           AND pg_has_role(a.usesysid, timers._role('runner'), 'MEMBER')
     $$;
 
 -- A runner starts serving this database. When no other runner is live, the due

@@ -18,8 +18,8 @@ DECLARE
     v_id bigint;
 BEGIN
     PERFORM timers._take_ticket(p_actor, 'run a timer');
-    IF NOT pg_has_role(p_actor, 'pgtimers_admin', 'MEMBER') THEN
-        RAISE EXCEPTION 'permission denied to run a timer: it needs the role pgtimers_admin, and role "%" is not a member', p_actor
+    IF NOT pg_has_role(p_actor, timers._role('admin'), 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to run a timer: it needs the role %, and role "%" is not a member', timers._role('admin'), p_actor
             USING ERRCODE = '42501';
     END IF;
     BEGIN

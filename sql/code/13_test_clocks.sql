@@ -72,8 +72,8 @@ DECLARE
     v_owed integer;
 BEGIN
     PERFORM timers._take_ticket(p_actor, 'advance a test clock');
-    IF NOT pg_has_role(p_actor, 'pgtimers_admin', 'MEMBER') THEN
-        RAISE EXCEPTION 'permission denied to advance a test clock: it needs the role pgtimers_admin'
+    IF NOT pg_has_role(p_actor, timers._role('admin'), 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to advance a test clock: it needs the role %', timers._role('admin')
             USING ERRCODE = '42501';
     END IF;
     SELECT * INTO c FROM timers.test_clocks WHERE name = p_name FOR UPDATE;

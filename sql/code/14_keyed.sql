@@ -112,7 +112,7 @@ SELECT k.key,
        k.test_clock,
        coalesce(pg_get_userbyid((SELECT p.proowner FROM pg_proc p WHERE p.pronamespace = 'timers_exec'::regnamespace AND p.proname = k.executor)), k.owner)::text AS owner,
        -- a timer's SQL may hold secrets: readers see it for their own timers only (as timers.status)
-       CASE WHEN pg_has_role(current_user, 'pgtimers_admin', 'MEMBER')
+       CASE WHEN pg_has_role(current_user, timers._role('admin'), 'MEMBER')
               OR pg_has_role(current_user, (SELECT p.proowner FROM pg_proc p WHERE p.pronamespace = 'timers_exec'::regnamespace AND p.proname = k.executor), 'MEMBER')
             THEN k.sql END AS sql,
        k.ok,
@@ -181,8 +181,9 @@ CREATE OR REPLACE FUNCTION timers._keyed_check_actor(p_actor name, p_what text) 
     AS $$
 BEGIN
     PERFORM timers._take_ticket(p_actor, p_what);
-    IF NOT pg_has_role(p_actor, 'pgtimers_admin', 'MEMBER') THEN
-        RAISE EXCEPTION 'permission denied to %: it needs the role pgtimers_admin, and role "%" is not a member', p_what, p_actor
+    IF NOT pg_has_role(p_actor, timers._role('admin'), 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to %: it needs the role %, and role "%" is not a member', p_what,
+            timers._role('admin'), p_actor
             USING ERRCODE = '42501';
     END IF;
 END

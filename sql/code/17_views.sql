@@ -32,9 +32,9 @@ SELECT x.name, x.trouble, x.schedule, x.last_run, x.last_ok, x.last_late_ms, x.f
   FROM (
     SELECT s.name,
            concat_ws('; ',
-               CASE WHEN s.paused_ms > 0 THEN 'paused after ' || s.pause_after
-                         || ' failed due times in a row: SELECT timers.enable(' || quote_literal(s.name)
-                         || ') turns it on' END,
+               CASE WHEN s.paused_ms > 0 THEN 'paused after ' || s.pause_after || ' failed due '
+                         || CASE WHEN s.pause_after = 1 THEN 'time' ELSE 'times' END
+                         || ' in a row: SELECT timers.enable(' || quote_literal(s.name) || ') turns it on' END,
                CASE WHEN s.last_ok = false THEN 'last run failed' END,
                CASE WHEN s.failures_24h > 0 THEN s.failures_24h || ' failed in 24 h' END,
                CASE WHEN s.next_run_ms > 0

@@ -41,9 +41,9 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = j->>'username') THEN
         RETURN format('the job''s role %s does not exist', quote_ident(j->>'username'));
     END IF;
-    IF NOT pg_has_role(j->>'username', 'pgtimers_admin', 'MEMBER') THEN
-        RETURN format('the job''s role %s may not save timers: it needs the role pgtimers_admin '
-                      '(GRANT pgtimers_admin TO %s;)', quote_ident(j->>'username'), quote_ident(j->>'username'));
+    IF NOT pg_has_role(j->>'username', timers._role('admin'), 'MEMBER') THEN
+        RETURN format('the job''s role %1$s may not save timers: it needs the role %2$s '
+                      '(GRANT %2$s TO %1$s;)', quote_ident(j->>'username'), quote_ident(timers._role('admin')));
     END IF;
     RETURN NULL;
 END
@@ -71,8 +71,8 @@ DECLARE
     v_note   text;
     s        record;
 BEGIN
-    IF NOT pg_has_role(current_user, 'pgtimers_admin', 'MEMBER') THEN
-        RAISE EXCEPTION 'permission denied to import pg_cron''s jobs: it needs the role pgtimers_admin, and role "%" is not a member', current_user
+    IF NOT pg_has_role(current_user, timers._role('admin'), 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to import pg_cron''s jobs: it needs the role %, and role "%" is not a member', timers._role('admin'), current_user
             USING ERRCODE = '42501',
                   HINT = 'An administrator can run: GRANT pgtimers_admin TO ' || quote_ident(current_user) || ';';
     END IF;
@@ -184,8 +184,8 @@ DECLARE
     v_jobs jsonb;
     v_table regclass := to_regclass('cron.job');
 BEGIN
-    IF NOT pg_has_role(current_user, 'pgtimers_admin', 'MEMBER') THEN
-        RAISE EXCEPTION 'permission denied to import pg_cron''s jobs: it needs the role pgtimers_admin, and role "%" is not a member', current_user
+    IF NOT pg_has_role(current_user, timers._role('admin'), 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to import pg_cron''s jobs: it needs the role %, and role "%" is not a member', timers._role('admin'), current_user
             USING ERRCODE = '42501',
                   HINT = 'An administrator can run: GRANT pgtimers_admin TO ' || quote_ident(current_user) || ';';
     END IF;

@@ -44,8 +44,8 @@ DECLARE
     v_id bigint;
 BEGIN
     PERFORM timers._take_ticket(p_actor, 'backfill a timer');
-    IF NOT pg_has_role(p_actor, 'pgtimers_admin', 'MEMBER') THEN
-        RAISE EXCEPTION 'permission denied to backfill a timer: it needs the role pgtimers_admin, and role "%" is not a member', p_actor
+    IF NOT pg_has_role(p_actor, timers._role('admin'), 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to backfill a timer: it needs the role %, and role "%" is not a member', timers._role('admin'), p_actor
             USING ERRCODE = '42501';
     END IF;
     IF p_from IS NULL OR p_to IS NULL THEN
@@ -129,7 +129,7 @@ DECLARE
     b timers.backfill_jobs;
 BEGIN
     PERFORM timers._take_ticket(p_actor, 'cancel a backfill');
-    IF NOT pg_has_role(p_actor, 'pgtimers_admin', 'MEMBER') THEN
+    IF NOT pg_has_role(p_actor, timers._role('admin'), 'MEMBER') THEN
         RAISE EXCEPTION 'permission denied to cancel a backfill: it needs the role pgtimers_admin'
             USING ERRCODE = '42501';
     END IF;
