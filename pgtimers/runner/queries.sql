@@ -19,7 +19,8 @@ RESET ALL; DISCARD TEMP; CLOSE ALL; UNLISTEN *; SELECT pg_advisory_unlock_all()
 SELECT set_config('statement_timeout', $1::text, true)
 
 -- name: run_due
-SELECT timers._run_due($1, $2, $3)
+-- (the due time as text: it comes in a claim's JSON)
+SELECT timers._run_due($1, $2::text::timestamptz, $3)
 
 -- name: run_request
 SELECT timers._run_request($1, $2)

@@ -278,6 +278,10 @@ DECLARE
 BEGIN
     v_fn := timers._saved_executor(p_owner, p_sql);
     PERFORM timers._scan_session_use(p_sql);
+    -- as a login of the role would have them (work_mem, enable_*, jit ...): cheap when none
+    IF EXISTS (SELECT 1 FROM pg_db_role_setting d WHERE d.setrole = timers._executor_owner(v_fn)) THEN
+        PERFORM timers._apply_role_settings(timers._executor_owner(v_fn));
+    END IF;
     v_settings := timers._settings_now();
     v_prepared := timers._prepared_now();
     v_call := format('SELECT timers_exec.%I($1)', v_fn);
@@ -287,6 +291,40 @@ BEGIN
         v_rows := timers._rows_written();
     END IF;
     RETURN v_rows;
+END
+$$;
+
+-- The settings a role was given with ALTER ROLE ... SET (for this database, or for all),
+-- as a login of that role would have them: set for the rest of the run's transaction,
+-- before its SQL. Left out: the settings the code after the SQL depends on
+-- (timers._guarded_settings: search_path, TimeZone, statement_timeout, lock_timeout ...;
+-- a run's time limit is its timer's timeout), the transaction's own (default_transaction_*,
+-- already begun), the session's (idle and transaction timeouts, application_name, the
+-- run's pgtimers.*), and any a role may not set for itself (pg_settings.context not
+-- 'user'). A database-specific setting wins over the same one for all databases.
+CREATE OR REPLACE FUNCTION timers._apply_role_settings(p_role oid) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        SELECT DISTINCT ON (lower(x.name)) x.name, x.value
+          FROM (SELECT split_part(c, '=', 1) AS name, substr(c, strpos(c, '=') + 1) AS value,
+                       d.setdatabase <> 0 AS here
+                  FROM pg_db_role_setting d, unnest(d.setconfig) c
+                 WHERE d.setrole = p_role
+                   AND d.setdatabase IN (0, (SELECT o.oid FROM pg_database o WHERE o.datname = current_database()))) x
+          JOIN pg_settings g ON lower(g.name) = lower(x.name) AND g.context = 'user'
+         WHERE lower(x.name) <> ALL (SELECT lower(n) FROM unnest(timers._guarded_settings()) n)
+           AND lower(x.name) NOT IN ('idle_session_timeout', 'transaction_timeout', 'application_name')
+           AND lower(x.name) NOT LIKE 'default\_transaction\_%'
+           AND lower(x.name) NOT LIKE 'pgtimers.%'
+         ORDER BY lower(x.name), x.here DESC
+    LOOP
+        PERFORM set_config(r.name, r.value, true);
+    END LOOP;
 END
 $$;
 
@@ -507,6 +545,7 @@ $$;
 -- Rights
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION
+    timers._apply_role_settings(oid),
     timers._rows_written(),
     timers._executor_of(name),
     timers._ensure_executor(name),

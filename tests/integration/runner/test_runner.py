@@ -394,3 +394,23 @@ def test_nothing_a_run_sets_leaks_into_the_next_run_on_the_connection(
     rows = conn.execute("SELECT timer, work_mem FROM seen").fetchall()
     assert rows[:2] == [("dirty", "77MB"), ("dirty", "77MB")]
     assert rows[2][0] == "clean" and rows[2][1] != "77MB"
+
+
+def test_a_timer_with_a_time_limit_of_its_own_runs_under_it(
+    conn: psycopg.Connection, start_runner: StartRunner, fired: Fired
+) -> None:
+    """Not the runner's default limit: a second step with the timer's own (its claim comes
+    back to the runner, which runs it in a transaction with that statement_timeout)."""
+    save(conn, "short", "every 1h", LOG_SQL + "; SELECT pg_sleep(3)", timeout="1 second")
+    save(conn, "long", "every 1h", LOG_SQL + "; SELECT pg_sleep(1.2)", timeout="20 seconds")
+    runner = start_runner()
+    due_now(conn, "short")
+    due_now(conn, "long")
+    wait_until(lambda: status(conn, "short")["failures"] == 1, timeout=15, what="short to time out")
+    wait_until(lambda: status(conn, "long")["runs"] == 1, timeout=15, what="long to run")
+    assert status(conn, "short")["last_error"] == (
+        "timed out: the run took longer than its timeout of 00:00:01"
+    )
+    assert status(conn, "long")["last_ok"] is True
+    assert [t for t, _ in fired()] == ["long"]
+    assert "event=run_error" not in runner.log()
