@@ -152,7 +152,7 @@ def document() -> dict[str, Any]:
                     "parameters": [DB, TIMER_FILTER],
                     "responses": {
                         "200": _json({"type": "array", "items": _ref("Backfill")}, "them"),
-                        **_errors(401, 403, 404, 503),
+                        **_errors(400, 401, 403, 404, 503),
                     },
                 }
             },

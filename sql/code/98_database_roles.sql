@@ -87,17 +87,16 @@ $$;
 -- on the cluster's. The roles are made when they do not exist (the installing role then
 -- needs CREATEROLE), named pgtimers_<database>_reader, _admin, _runner unless named here;
 -- the admin role is made a member of the reader role. Only a superuser or the role that
--- installed pgtimers (the owner of schema timers) may. Audited.
-CREATE OR REPLACE FUNCTION timers.use_database_roles(
-    enabled boolean DEFAULT true, reader name DEFAULT NULL, admin name DEFAULT NULL,
-    runner name DEFAULT NULL) RETURNS jsonb
+-- installed pgtimers (the owner of schema timers) may. Audited. (timers.use_database_roles
+-- below is the public call.)
+CREATE OR REPLACE FUNCTION timers._use_database_roles(
+    p_enabled boolean, p_reader name, p_admin name, p_runner name) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_kinds constant text[] := ARRAY['reader', 'admin', 'runner'];
-    v_asked constant name[] := ARRAY[use_database_roles.reader, use_database_roles.admin,
-                                     use_database_roles.runner];
+    v_asked constant name[] := ARRAY[p_reader, p_admin, p_runner];
     v_owner name := (SELECT n.nspowner::regrole::text FROM pg_namespace n WHERE n.nspname = 'timers');
     v_now name[] := '{}';
     v_new name[] := '{}';
@@ -110,12 +109,12 @@ BEGIN
         RAISE EXCEPTION 'permission denied to choose the roles of database %: only a superuser or the role that installed pgtimers (%) may', current_database(), quote_ident(v_owner)
             USING ERRCODE = '42501';
     END IF;
-    IF enabled IS NULL THEN
+    IF p_enabled IS NULL THEN
         RAISE EXCEPTION 'enabled must be true or false, not NULL' USING ERRCODE = '22004';
     END IF;
     FOR i IN 1 .. 3 LOOP
         v_now := v_now || timers._role(v_kinds[i]);
-        v_new := v_new || CASE WHEN NOT enabled THEN ('pgtimers_' || v_kinds[i])::name
+        v_new := v_new || CASE WHEN NOT p_enabled THEN ('pgtimers_' || v_kinds[i])::name
                                ELSE coalesce(v_asked[i],
                                              CASE WHEN v_now[i] <> 'pgtimers_' || v_kinds[i] THEN v_now[i] END,
                                              timers._database_role_name(v_kinds[i])) END;
@@ -127,21 +126,43 @@ BEGIN
     FOR i IN 1 .. 3 LOOP
         PERFORM timers._make_role(v_new[i]);
     END LOOP;
-    IF enabled AND NOT pg_has_role(v_new[2], v_new[1], 'MEMBER') THEN
+    IF p_enabled AND NOT pg_has_role(v_new[2], v_new[1], 'MEMBER') THEN
         EXECUTE format('GRANT %I TO %I', v_new[1], v_new[2]);
     END IF;
     FOR i IN 1 .. 3 LOOP
         DELETE FROM timers.settings s WHERE s.key = v_kinds[i] || '_role';
-        IF enabled THEN
+        IF p_enabled THEN
             INSERT INTO timers.settings (key, value) VALUES (v_kinds[i] || '_role', v_new[i]);
         END IF;
         v_moved := v_moved + timers._move_rights(v_now[i], v_new[i]);
     END LOOP;
     PERFORM timers._audit(session_user, 'use_database_roles', current_database(), jsonb_build_object(
-        'enabled', enabled, 'reader', v_new[1], 'admin', v_new[2], 'runner', v_new[3], 'was', v_now,
+        'enabled', p_enabled, 'reader', v_new[1], 'admin', v_new[2], 'runner', v_new[3], 'was', v_now,
         'rights_moved', v_moved));
     RETURN jsonb_build_object('database', current_database(), 'reader', v_new[1], 'admin', v_new[2],
                               'runner', v_new[3], 'rights_moved', v_moved);
+END
+$$;
+
+-- The public call (an invoker, as every public function): its body above runs as the role
+-- that installed pgtimers, which owns what is granted, and only that role (and members
+-- with its rights) or a superuser may execute it; anyone else is told so.
+CREATE OR REPLACE FUNCTION timers.use_database_roles(
+    enabled boolean DEFAULT true, reader name DEFAULT NULL, admin name DEFAULT NULL,
+    runner name DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_owner name := (SELECT n.nspowner::regrole::text FROM pg_namespace n WHERE n.nspname = 'timers');
+BEGIN
+    IF NOT (coalesce((SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = current_user), false)
+            OR has_function_privilege('timers._use_database_roles(boolean,name,name,name)', 'EXECUTE')) THEN
+        RAISE EXCEPTION 'permission denied to choose the roles of database %: only a superuser or the role that installed pgtimers (%) may', current_database(), quote_ident(v_owner)
+            USING ERRCODE = '42501';
+    END IF;
+    RETURN timers._use_database_roles(use_database_roles.enabled, use_database_roles.reader,
+                                      use_database_roles.admin, use_database_roles.runner);
 END
 $$;
 
@@ -155,9 +176,10 @@ REVOKE ALL ON FUNCTION
     timers._move_rights(name,name),
     timers._database_role_name(text),
     timers._make_role(name),
+    timers._use_database_roles(boolean,name,name,name),
     timers.use_database_roles(boolean,name,name,name)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
--- it checks who calls it (a superuser or the installing role)
+-- it says who may call it (a superuser or the installing role, who owns the body)
 GRANT EXECUTE ON FUNCTION
     timers.use_database_roles(boolean,name,name,name)
     TO PUBLIC;
