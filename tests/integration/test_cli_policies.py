@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import io
 import json
 import re
 import subprocess
@@ -15,6 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from pgtimers.cli.main import main
 from tests.conftest import Database, scalar
 from tests.integration.runner.conftest import (
     RunnerProcess,
@@ -27,13 +30,16 @@ SECOND_TIME_LUCKY = "SELECT 1 / (current_setting('pgtimers.attempt')::int - 1)"
 
 
 def cli(db: Database, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pgtimers", *args, "--dsn", db.dsn],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    """`pgtimers ARGS --dsn DSN`, run in this process (the CLI's own process start is
+    tested by test_cli.py): its exit code and what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    argv = [*args, "--dsn", db.dsn]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exited:  # argparse's usage errors
+            code = exited.code if isinstance(exited.code, int) else 2
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def shown(db: Database, name: str) -> dict[str, str]:
