@@ -300,8 +300,8 @@ $$;
 -- (timers._guarded_settings: search_path, TimeZone, statement_timeout, lock_timeout ...;
 -- a run's time limit is its timer's timeout), the transaction's own (default_transaction_*,
 -- already begun), the session's (idle and transaction timeouts, application_name, the
--- run's pgtimers.*), and any a role may not set for itself (pg_settings.context not
--- 'user'). A database-specific setting wins over the same one for all databases.
+-- run's pgtimers.*), and any this session may not set (tried, and left). A
+-- database-specific setting wins over the same one for all databases.
 CREATE OR REPLACE FUNCTION timers._apply_role_settings(p_role oid) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -316,14 +316,18 @@ BEGIN
                   FROM pg_db_role_setting d, unnest(d.setconfig) c
                  WHERE d.setrole = p_role
                    AND d.setdatabase IN (0, (SELECT o.oid FROM pg_database o WHERE o.datname = current_database()))) x
-          JOIN pg_settings g ON lower(g.name) = lower(x.name) AND g.context = 'user'
          WHERE lower(x.name) <> ALL (SELECT lower(n) FROM unnest(timers._guarded_settings()) n)
            AND lower(x.name) NOT IN ('idle_session_timeout', 'transaction_timeout', 'application_name')
            AND lower(x.name) NOT LIKE 'default\_transaction\_%'
            AND lower(x.name) NOT LIKE 'pgtimers.%'
          ORDER BY lower(x.name), x.here DESC
     LOOP
-        PERFORM set_config(r.name, r.value, true);
+        BEGIN
+            PERFORM set_config(r.name, r.value, true);
+        EXCEPTION WHEN insufficient_privilege OR cant_change_runtime_param OR undefined_object
+                       OR invalid_parameter_value THEN
+            NULL;  -- a login of the role would have it; this session may not set it
+        END;
     END LOOP;
 END
 $$;
