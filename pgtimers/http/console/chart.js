@@ -25,18 +25,23 @@ function durationText(ms) {
   if (ms < 1000) return Math.round(ms) + " ms";
   if (ms < 60000) return (ms / 1000).toFixed(ms < 10000 ? 1 : 0) + " s";
   if (ms < 3600000) return (ms / 60000).toFixed(1) + " min";
-  return (ms / 3600000).toFixed(1) + " h";
+  if (ms < 2 * 86400000) return (ms / 3600000).toFixed(1) + " h";
+  return (ms / 86400000).toFixed(1) + " d";
 }
 
 // x: a time axis from x0 to x1 (ms); labels in the timer's zone
 function timeTicks(x0, x1, zone) {
   const span = x1 - x0;
-  const steps = [1, 5, 15, 30, 60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400];
-  const step = 1000 * (steps.find((s) => (span / 1000) / s <= 6) || 86400);
+  // 4 to 8 labelled ticks: a span of 8 minutes gets one a minute, not one in all
+  const steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 2 * 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400];
+  const step = 1000 * (steps.find((s) => (span / 1000) / s <= 8) || 86400);
   const short = span <= 2 * 86400000;
+  // "08:06", "08:06:15"; over days "3 Dec" (a tick a day) or "3 Dec, 06:00"
   const opts = short
     ? { hour: "2-digit", minute: "2-digit", second: step < 60000 ? "2-digit" : undefined }
-    : { month: "short", day: "numeric", hour: "2-digit" };
+    : step >= 86400000
+      ? { month: "short", day: "numeric" }
+      : { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" };
   const format = zonedFormat(zone, opts);
   const ticks = [];
   for (let t = Math.ceil(x0 / step) * step; t <= x1; t += step) ticks.push([t, format(t)]);
@@ -78,6 +83,13 @@ function frame(label, x0, x1, yMax, yText, zone) {
   return { svg, sx, sy, plotH };
 }
 
+// Where a point goes on the time axis: a run when it started; a skipped due time at that
+// due time (its row is written when the skip is seen, at once for every due time a downtime
+// missed), so a gap shows its skips across it rather than piled up where it ended.
+function pointTime(p) {
+  return p[4] === "skipped" && p[1] ? p[1] : p[0];
+}
+
 // Runs as dots (y = value(point)), coloured by outcome; skips as grey marks on the
 // x axis. points: [started_ms, due_ms, late_ms, took_ms, outcome, kind].
 function scatterChart(kind, points, x0, x1, zone, value, label) {
@@ -87,7 +99,7 @@ function scatterChart(kind, points, x0, x1, zone, value, label) {
   svg.dataset.chart = kind;
   const when = zonedFormat(zone, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" });
   for (const p of points) {
-    const x = sx(p[0]);
+    const x = sx(Math.min(x1, Math.max(x0, pointTime(p))));
     if (p[4] === "skipped") {
       const y = CHART.top + plotH;
       const mark = svgEl("path", { d: `M${x - 3.5},${y + 7} L${x + 3.5},${y + 7} L${x},${y + 1} Z`, class: "pt skipped" });

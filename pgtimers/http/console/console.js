@@ -138,7 +138,7 @@ function nextRun(t, now) {
 function result(t) {
   if (t.running) return ["running…", "running"];
   if (t.last_ok === null) return ["never ran", "never"];
-  if (t.last_ok) return ["ok · " + rowCount(t.last_rows) + " · " + t.last_took_ms + " ms", "ok"];
+  if (t.last_ok) return ["ok · " + rowCount(t.last_rows) + " · " + durationText(t.last_took_ms), "ok"];
   return ["failed", "failed"];
 }
 
@@ -247,16 +247,38 @@ async function remove(name) {
 
 // ---- the Monitor -------------------------------------------------------------
 
+// Why a timer is overdue, as far as the Monitor can tell: whether a runner serves its
+// database (a runner that is up but has every worker busy leaves due times waiting too).
+function overdueText(overdue, runners, db) {
+  const late = "overdue by " + span(Math.round(overdue / 1000));
+  if (runners === 0) return late + ": no runner serves " + db;
+  if (runners > 0) return late + ", with a runner up: its workers may all be busy";
+  return late + ": is a runner up?";
+}
+
+// The server's reasons (timers.trouble), but its "overdue by …" (said as of the read, and
+// also of a timer that is running now) said again as of now: never for a running timer.
+function troubleText(t, now, runners) {
+  const parts = (t.trouble || "").split("; ").filter((p) => p);
+  let at = parts.findIndex((p) => p.startsWith("overdue by "));
+  if (at >= 0) parts.splice(at, 1);
+  else at = parts.findIndex((p) => p.startsWith("last run started") || p.startsWith("skipped: "));
+  const overdue = overdueMs(t, now);
+  if (overdue) parts.splice(at >= 0 ? at : parts.length, 0, overdueText(overdue, runners, t.database));
+  return parts.join("; ");
+}
+
 function renderMonitor() {
   const list = $("#monitor-timers");
   list.textContent = "";
   if (!state.stats) return;
   const now = state.stats.now_ms + (Date.now() - state.statsAt);
+  const runners = new Map(state.stats.databases.map((d) => [d.name, d.runners]));
   for (const t of state.stats.timers) {
     // overdue now, though the Monitor's last read did not say so yet
     const overdue = overdueMs(t, now);
-    const trouble = t.trouble || (overdue ? "overdue by " + span(Math.round(overdue / 1000)) + ": is a runner up?" : "");
-    const never = t.last_ok === null && !t.running;
+    const trouble = troubleText(t, now, runners.get(t.database));
+    const never = t.last_ok === null;
     const li = el("li", null, trouble ? "trouble" : never ? "never" : "fine");
     li.dataset.name = t.name;
     const head = el("div", null, "head");
@@ -266,11 +288,11 @@ function renderMonitor() {
     li.appendChild(head);
     li.appendChild(el("div", trouble || (t.running ? "running" : never ? "never ran" : "ok"), "why"));
     const facts = never
-      ? [overdue ? "due " + span(Math.round(overdue / 1000)) + " ago, not run" : "next " + nextRun(t, now)]
+      ? [t.running ? "its first run is running now" : overdue ? "due " + span(Math.round(overdue / 1000)) + " ago, not run" : "next " + nextRun(t, now)]
       : [
           "last ran " + relative(t.last_run_ms, now),
           t.last_ok === false ? "failed" : "ok · " + rowCount(t.last_rows),
-          "started " + (t.last_late_ms / 1000).toFixed(1) + " s late",
+          "started " + durationText(t.last_late_ms) + " late",
           t.failures_24h + " failed in 24 h",
         ];
     if (overdue && !never) facts.unshift("overdue by " + span(Math.round(overdue / 1000)));

@@ -83,7 +83,7 @@ function renderCharts(d) {
   box.textContent = "";
   const pts = d.points;
   const x1 = d.now_ms;
-  const first = pts.length ? Math.min(...pts.map((p) => p[0])) : d.since_ms;
+  const first = pts.length ? Math.min(...pts.map(pointTime)) : d.since_ms;
   // the window, or from the first run in it when that is later (so a young timer's
   // few minutes of runs are not a line at the right edge); at least a minute
   const x0 = Math.min(x1 - 60000, Math.max(d.since_ms, first - (x1 - first) * 0.02));
@@ -94,11 +94,14 @@ function renderCharts(d) {
   $("#timer-chart-summary").textContent = pts.length
     ? `${runs.length} runs (${failed} failed) and ${skips} skipped in the last ${span}` + (d.points_cut ? " (the newest 5000 shown)" : "")
     : `no runs in the last ${span}`;
+  $("#timer-legend").hidden = !pts.length;
   if (!pts.length) return;
   box.appendChild(scatterChart("late", pts, x0, x1, d.zone, (p) => p[2], "lateness per run (start − due)"));
   box.appendChild(scatterChart("took", pts, x0, x1, d.zone, (p) => p[3], "duration per run"));
-  // per hour: over the whole window, an hour a bar
-  box.appendChild(failuresChart(d.hours, d.since_ms, x1, d.zone));
+  // per hour: over the whole window, an hour a bar, the hour now in progress as wide as
+  // the others (the axis goes on to its end)
+  const hoursEnd = d.hours.length ? d.hours[d.hours.length - 1][0] + 3600000 : x1;
+  box.appendChild(failuresChart(d.hours, d.since_ms, Math.max(x1, hoursEnd), d.zone));
 }
 
 function renderRuns(d) {
@@ -153,7 +156,8 @@ function renderKeyedOfTimer() {
   const list = $("#timer-keyed");
   list.textContent = "";
   for (const k of page.keyed.slice(0, 50)) {
-    list.appendChild(el("li", `${k.key} · ${k.status} · owed ${k.owed_at}`));
+    const owed = k.owed_at ? " · owed " + keyedTime(k.owed_at, k.zone) : k.held_by ? " · held by " + k.held_by : "";
+    list.appendChild(el("li", `${k.key} · ${k.status}${owed}`));
   }
 }
 
