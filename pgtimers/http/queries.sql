@@ -116,7 +116,9 @@ WITH s AS (
            (extract(epoch FROM r.due_at) * 1000)::bigint AS due_ms,
            (extract(epoch FROM r.started_at) * 1000)::bigint AS started_ms,
            CASE WHEN r.kind = 'skipped' THEN 'skipped' WHEN r.ok THEN 'ok' ELSE 'failed' END
-               AS outcome
+               AS outcome,
+           -- the hour it counts in: a skip's is its due time's (it is recorded later)
+           coalesce(CASE WHEN r.kind = 'skipped' THEN r.due_at END, r.started_at) AS at
       FROM timers.runs r
      WHERE r.timer_id = (SELECT tid.timer_id FROM tid)
 ), recent AS (
@@ -131,7 +133,7 @@ WITH s AS (
            count(w.id) FILTER (WHERE w.outcome = 'skipped') AS skips
       FROM since
      CROSS JOIN generate_series(date_trunc('hour', since.at), now(), interval '1 hour') h
-      LEFT JOIN win w ON w.started_at >= h AND w.started_at < h + interval '1 hour'
+      LEFT JOIN win w ON w.at >= h AND w.at < h + interval '1 hour'
      GROUP BY h
 ), nxt AS (
     SELECT (extract(epoch FROM d) * 1000)::bigint AS due_ms

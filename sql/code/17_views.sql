@@ -37,7 +37,7 @@ SELECT x.name, x.trouble, x.schedule, x.last_run, x.last_ok, x.last_late_ms, x.f
                          || ' in a row: SELECT timers.enable(' || quote_literal(s.name) || ') turns it on' END,
                CASE WHEN s.last_ok = false THEN 'last run failed' END,
                CASE WHEN s.failures_24h > 0 THEN s.failures_24h || ' failed in 24 h' END,
-               CASE WHEN s.next_run_ms > 0
+               CASE WHEN s.next_run_ms > 0 AND NOT s.running
                      AND s.next_run_ms < (extract(epoch FROM now()) * 1000)::bigint - 60000
                     THEN 'overdue by ' || ((extract(epoch FROM now()) * 1000)::bigint - s.next_run_ms) / 1000
                          || ' s: is a runner up?' END,
@@ -57,7 +57,8 @@ SELECT x.name, x.trouble, x.schedule, x.last_run, x.last_ok, x.last_late_ms, x.f
      WHERE s.last_ok = false
         OR s.paused_ms > 0
         OR s.failures_24h > 0
-        OR (s.next_run_ms > 0 AND s.next_run_ms < (extract(epoch FROM now()) * 1000)::bigint - 60000)
+        OR (s.next_run_ms > 0 AND NOT s.running
+            AND s.next_run_ms < (extract(epoch FROM now()) * 1000)::bigint - 60000)
         OR s.last_late_ms > 5000
         OR s.last_skip_ms > (extract(epoch FROM now()) * 1000)::bigint - 86400000
     UNION ALL

@@ -53,8 +53,18 @@ def test_a_dump_restored_into_another_cluster_runs_its_timers(
 ) -> None:
     with fresh_role(db, "pgtimers_admin", prefix="pgt_restore") as owner:
         with db.connect() as su:
-            su.execute("CREATE TABLE public.who_ran (who name DEFAULT current_user, what text)")
+            su.execute(
+                "CREATE TABLE public.who_ran (who name DEFAULT current_user, what text,"
+                " work_mem text DEFAULT current_setting('work_mem'))"
+            )
             su.execute("GRANT ALL ON public.who_ran TO PUBLIC")
+            # a role setting of this database: runs take it, and only a restore with -C
+            # (as docs/operations.md says) brings it along
+            su.execute(
+                pgsql.SQL("ALTER ROLE {} IN DATABASE {} SET work_mem = '6MB'").format(
+                    pgsql.Identifier(owner), pgsql.Identifier(db.name)
+                )
+            )
         with connect(db, owner) as conn:
             conn.execute(
                 "SELECT timers.save('nightly', 'daily 02:00',"
@@ -78,10 +88,9 @@ def test_a_dump_restored_into_another_cluster_runs_its_timers(
         )  # roles that exist already (postgres) only warn
         dump = tmp_path / "app.dump"
         _run(_bin("pg_dump"), "-Fc", "-f", str(dump), "-d", db.dsn)
-        with other_cluster.admin() as su:
-            su.execute("CREATE DATABASE restored")
-        target = Database(other_cluster, "restored")
-        _run(_bin("pg_restore"), "--exit-on-error", "-d", target.dsn, str(dump))
+        # the steps of docs/operations.md: pg_restore -C makes the database as it was
+        _run(_bin("pg_restore"), "--exit-on-error", "-C", "-d", other_cluster.dsn, str(dump))
+        target = Database(other_cluster, db.name)
         # the step docs/operations.md gives after a restore: nothing to change
         assert upgrade(target.dsn).summary().endswith("up to date, nothing changed")
 
@@ -111,10 +120,12 @@ def test_a_dump_restored_into_another_cluster_runs_its_timers(
         finally:
             runner.stop()
         with target.connect() as su:
-            ran = su.execute("SELECT who, what FROM public.who_ran ORDER BY what").fetchall()
-        assert ran == [(owner, "keyed"), (owner, "nightly")]
+            ran = su.execute(
+                "SELECT who, what, work_mem FROM public.who_ran ORDER BY what"
+            ).fetchall()
+        assert ran == [(owner, "keyed", "6MB"), (owner, "nightly", "6MB")]
         with other_cluster.admin() as su:
-            su.execute("DROP DATABASE restored WITH (FORCE)")
+            su.execute(pgsql.SQL("DROP DATABASE {} WITH (FORCE)").format(pgsql.Identifier(db.name)))
 
 
 def _run_as_saved(database: Database, name: str) -> list[tuple[str, str]]:
