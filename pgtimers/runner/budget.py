@@ -84,6 +84,18 @@ class ConnectionBudget:
     _ceiling_at: float = 0.0
     _granted_at: dict[str, int] = field(default_factory=dict)  # each one's last slot: its number
     _grants: int = 0
+    # called when a worker starts to wait for a slot: workers idling on one give it back
+    _wanted: list[Callable[[], None]] = field(default_factory=list)
+
+    def on_wanted(self, callback: Callable[[], None]) -> None:
+        """Call `callback` whenever a worker starts to wait for a slot (a pool wakes its
+        idle workers, which give theirs back when it is another's turn)."""
+        self._wanted.append(callback)
+
+    def forget(self, callback: Callable[[], None]) -> None:
+        """No more calls of `callback` (its pool has stopped)."""
+        if callback in self._wanted:
+            self._wanted.remove(callback)
 
     @property
     def held(self) -> int:
@@ -138,6 +150,8 @@ class ConnectionBudget:
         waiter = _Waiter(database, asyncio.get_running_loop().create_future(), time.monotonic())
         self._waiters.append(waiter)
         self._grant()
+        for wanted in list(self._wanted):
+            wanted()
         kept = False
         try:
             while not waiter.granted.done() and not any(s.is_set() for s in stops):

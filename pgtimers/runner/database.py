@@ -61,6 +61,7 @@ class DatabaseRunner(WorkerPool):
         self._leave = asyncio.Event()  # set with _leaving: a wait for a slot ends
         self._refused = False  # a worker's connection was refused (said once)
         self._refused_at = -1e9
+        self._slot_waiting = 0
         self.started = asyncio.Event()  # set once serving (tests wait on it)
         self.serving = False  # the control session is up and registered
         self.progress = time.monotonic()  # last sign of life, for the watchdog
@@ -80,9 +81,11 @@ class DatabaseRunner(WorkerPool):
             asyncio.create_task(self._work_loop(w, burst=i >= self.s.workers))
             for i, w in enumerate(workers)
         ]
+        self.s.budget.on_wanted(self._slot_wanted)
         try:
             await self._control_forever()
         finally:
+            self.s.budget.forget(self._slot_wanted)
             async with self._work:
                 self._leaving = True
                 self._leave.set()

@@ -42,6 +42,7 @@ class WorkerPool:
     _leave: asyncio.Event  # set with _leaving
     _refused: bool  # a refusal was said, and no connection has worked since
     _refused_at: float  # the last refusal of a worker's connection (time.monotonic())
+    _slot_waiting: int  # this database's workers waiting for a slot now
     progress: float
 
     async def _pause(self, seconds: float) -> None:
@@ -74,21 +75,46 @@ class WorkerPool:
         stopping (or leaving) came first."""
         if worker.has_slot:
             return True
-        worker.has_slot = await self.s.budget.acquire(self.s.dsn, self._stops(), self._alive)
+        self._slot_waiting += 1
+        try:
+            worker.has_slot = await self.s.budget.acquire(self.s.dsn, self._stops(), self._alive)
+        finally:
+            self._slot_waiting -= 1
         worker.slot_since = time.monotonic()
         return worker.has_slot
 
-    async def _wait_for_work(self, burst: bool, idle: float | None) -> bool | None:
+    def _slot_wanted(self) -> None:
+        """The budget's call when a worker (of any database) starts to wait for a slot:
+        wake this database's idle workers, to give theirs back if it is another's turn."""
+        asyncio.get_running_loop().create_task(self._nudge())
+
+    async def _nudge(self) -> None:
+        async with self._work:
+            self._work.notify_all()
+
+    def _yields_slot(self, worker: Worker, burst: bool) -> bool:
+        """Whether an idle worker gives its slot back: another database's turn (it holds
+        fewer), or, for the burst worker, a worker of its own database waits for one (the
+        burst worker fires only while all of them run, so it must not keep them out)."""
+        if not worker.has_slot:
+            return False
+        if burst and self._slot_waiting > 0:
+            return True
+        return self.s.budget.others_waiting(self.s.dsn)
+
+    async def _wait_for_work(self, burst: bool, worker: Worker) -> bool | None:
         """Until there is work for this worker (True), stopping (False), or the worker's
-        open connection has been idle for `idle` more seconds (None). Without a control
-        session (lost, or being made again) a base worker that has a connection looks by
-        itself every second."""
+        open connection has been idle for IDLE_CLOSE seconds or its slot is another's turn
+        (None: close it). Without a control session (lost, or being made again) a base
+        worker that has a connection looks by itself every second."""
+        idle = worker.idle_left()
 
         def ready() -> bool:
             return (
                 self._leaving
                 or self.stopping.is_set()
                 or (self._has_work and (not burst or self._running >= self.s.workers))
+                or self._yields_slot(worker, burst)
             )
 
         async with self._work:
@@ -102,6 +128,8 @@ class WorkerPool:
             except asyncio.TimeoutError:
                 if not alone or (idle is not None and idle <= LOOK_EVERY):
                     return None
+            if self._yields_slot(worker, burst) and not (self._leaving or self.stopping.is_set()):
+                return None
             return not (self._leaving or self.stopping.is_set())
 
     async def _work_loop(self, worker: Worker, burst: bool) -> None:
@@ -118,7 +146,7 @@ class WorkerPool:
         try:
             while not self.stopping.is_set() and not self._leaving:
                 if not again:
-                    got = await self._wait_for_work(burst, worker.idle_left())
+                    got = await self._wait_for_work(burst, worker)
                     if got is None:  # idle: the database keeps only its control session
                         await self._close_worker(worker)
                         continue

@@ -295,6 +295,85 @@ BEGIN
 END
 $$;
 
+-- What an attempt of a due time leaves in the timer's row (a success: final, no streak):
+-- whether it is the due time's final outcome, the next attempt's time (retry_at) or why
+-- none is made (given_up), the failures in a row, whether they pause the timer, and
+-- last_error. p_next_due: the timer's next due time (a retry must come before it).
+CREATE OR REPLACE FUNCTION timers._attempt_outcome(
+    t timers.timers, p_attempt integer, p_ok boolean, p_error text, p_ended timestamptz,
+    p_next_due timestamptz, OUT final boolean, OUT streak integer, OUT pause boolean,
+    OUT last_error text, OUT retry_at timestamptz, OUT given_up text)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    o record;
+BEGIN
+    IF p_ok THEN
+        final := true;
+        streak := 0;
+        pause := false;
+        last_error := '';
+        RETURN;
+    END IF;
+    SELECT n.retry_at, n.given_up INTO retry_at, given_up
+      FROM timers._next_attempt(t, p_attempt, p_ended, p_next_due) n;
+    o := timers._failed_outcome(t, p_attempt, p_error, retry_at, given_up);
+    final := o.final;
+    streak := o.streak;
+    pause := o.pause;
+    last_error := o.last_error;
+END
+$$;
+
+-- An attempt's record, after its row is written: its timers.runs row (retry_at: the
+-- attempt after it, if any), what its failure led to (timers._announce_failure), and a
+-- change asked for while it ran, which takes effect with it.
+CREATE OR REPLACE FUNCTION timers._attempt_recorded(
+    t timers.timers, p_kind text, p_due timestamptz, p_attempt integer, r jsonb, p_late bigint,
+    p_retry_at timestamptz, p_given_up text, p_paused boolean, p_streak integer, p_runner text)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, late_ms, ok,
+                             error, rows, runner, attempt, retry_at)
+    VALUES (t.id, t.name, p_kind, p_due, (r->>'started_at')::timestamptz, (r->>'took_ms')::bigint,
+            p_late, (r->>'ok')::boolean, r->>'error', (r->>'rows')::bigint, p_runner, p_attempt,
+            p_retry_at);
+    IF NOT (r->>'ok')::boolean THEN
+        PERFORM timers._announce_failure(t, p_kind, p_due, p_attempt, r, p_retry_at, p_given_up,
+                                         p_paused, p_streak, p_runner);
+    END IF;
+    IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id) THEN
+        PERFORM timers._apply_pending(t.id);
+    END IF;
+END
+$$;
+
+-- An attempt's result for the runner: what it logs (a run that went well, at debug level).
+CREATE OR REPLACE FUNCTION timers._attempt_result(
+    t timers.timers, p_kind text, p_due timestamptz, p_attempt integer, r jsonb, p_late bigint,
+    p_skips jsonb, p_retry_at timestamptz, p_given_up text, p_paused boolean) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_result jsonb := jsonb_build_object(
+        'timer', t.name, 'kind', p_kind, 'due_at', timers._iso(p_due), 'ok', (r->>'ok')::boolean,
+        'rows', (r->>'rows')::bigint, 'took_ms', (r->>'took_ms')::bigint, 'late_ms', p_late,
+        'skipped', p_skips);
+BEGIN
+    IF (r->>'ok')::boolean THEN
+        RETURN v_result;
+    END IF;
+    RETURN v_result || jsonb_build_object(
+        'error', r->>'error', 'sqlstate', r->>'sqlstate', 'attempt', p_attempt,
+        'retry_at', timers._iso(p_retry_at), 'gave_up', p_given_up, 'paused', p_paused);
+END
+$$;
+
 -- What an attempt that failed leaves in the timer's row: whether it is the due time's
 -- final outcome (no retry follows), the streak of due times failed in a row, whether
 -- that streak pauses the timer (pause_after), and last_error, which says which
@@ -412,14 +491,7 @@ DECLARE
     r jsonb;
     v_ok boolean;
     v_late bigint;
-    v_retry_at timestamptz;
-    v_given_up text;
-    v_final boolean := true;
-    v_streak integer := 0;
-    v_pause boolean := false;
-    v_last_error text := '';
     v_n1 timestamptz;
-    v_result jsonb;
 BEGIN
     SELECT * INTO t FROM timers.timers WHERE id = p_id FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
@@ -497,16 +569,9 @@ BEGIN
             format('the run due at %s was still running', timers._iso(v_due)), p_runner);
         v_skips := v_skips || jsonb_build_array(v_event);
     END IF;
-    IF NOT v_ok THEN
-        SELECT x.retry_at, x.given_up INTO v_retry_at, v_given_up
-          FROM timers._next_attempt(t, 1, v_ended,
-                                    CASE WHEN a.catch_up THEN v_ended ELSE a.next_due END) x;
-        o := timers._failed_outcome(t, 1, r->>'error', v_retry_at, v_given_up);
-        v_final := o.final;
-        v_streak := o.streak;
-        v_pause := o.pause;
-        v_last_error := o.last_error;
-    END IF;
+    -- a catch-up run due right away leaves no room for a retry
+    o := timers._attempt_outcome(t, 1, v_ok, r->>'error', v_ended,
+                                 CASE WHEN a.catch_up THEN v_ended ELSE a.next_due END);
 
     UPDATE timers.timers SET
         last_due_at = v_due,
@@ -514,46 +579,25 @@ BEGIN
         last_late_ms = v_late,
         max_late_ms = greatest(max_late_ms, v_late),
         last_ok = v_ok,
-        last_error = v_last_error,
+        last_error = o.last_error,
         last_took_ms = (r->>'took_ms')::bigint,
         last_rows = (r->>'rows')::bigint,
-        runs = runs + CASE WHEN v_final THEN 1 ELSE 0 END,
+        runs = runs + CASE WHEN o.final THEN 1 ELSE 0 END,
         scheduled_runs = scheduled_runs + 1,
-        failures = failures + CASE WHEN v_final AND NOT v_ok THEN 1 ELSE 0 END,
+        failures = failures + CASE WHEN o.final AND NOT v_ok THEN 1 ELSE 0 END,
         caught_up = caught_up + CASE WHEN v_kind = 'catch_up' THEN 1 ELSE 0 END,
-        fail_streak = v_streak,
-        retry_due_at = CASE WHEN NOT v_final THEN v_due END,
-        retry_attempt = CASE WHEN NOT v_final THEN 2 END,
-        retry_at = CASE WHEN NOT v_final THEN v_retry_at END,
+        fail_streak = o.streak,
+        retry_due_at = CASE WHEN NOT o.final THEN v_due END,
+        retry_attempt = CASE WHEN NOT o.final THEN 2 END,
+        retry_at = o.retry_at,
         next_due_at = a.next_due,
         catch_up_due_at = CASE WHEN a.catch_up THEN a.next_due END,
         expired = (a.next_due IS NULL)
      WHERE id = t.id;
-    INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, late_ms, ok,
-                             error, rows, runner, attempt, retry_at)
-    VALUES (t.id, t.name, v_kind, v_due, (r->>'started_at')::timestamptz, (r->>'took_ms')::bigint,
-            v_late, v_ok, r->>'error', (r->>'rows')::bigint, p_runner, 1,
-            CASE WHEN NOT v_final THEN v_retry_at END);
-    IF NOT v_ok THEN
-        PERFORM timers._announce_failure(t, v_kind, v_due, 1, r,
-            CASE WHEN NOT v_final THEN v_retry_at END, v_given_up, v_pause, v_streak, p_runner);
-    END IF;
-    -- a change asked for during the run takes effect with it
-    IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id) THEN
-        PERFORM timers._apply_pending(t.id);
-    END IF;
-
-    v_result := jsonb_build_object(
-        'timer', t.name, 'kind', v_kind, 'due_at', timers._iso(v_due), 'ok', v_ok,
-        'rows', (r->>'rows')::bigint, 'took_ms', (r->>'took_ms')::bigint, 'late_ms', v_late,
-        'skipped', v_skips);
-    IF v_ok THEN
-        RETURN v_result;
-    END IF;
-    RETURN v_result || jsonb_build_object(
-        'error', r->>'error', 'sqlstate', r->>'sqlstate', 'attempt', 1,
-        'retry_at', CASE WHEN NOT v_final THEN timers._iso(v_retry_at) END,
-        'gave_up', v_given_up, 'paused', v_pause);
+    PERFORM timers._attempt_recorded(t, v_kind, v_due, 1, r, v_late, o.retry_at, o.given_up,
+                                     o.pause, o.streak, p_runner);
+    RETURN timers._attempt_result(t, v_kind, v_due, 1, r, v_late, v_skips, o.retry_at,
+                                  o.given_up, o.pause);
 END
 $$;
 
@@ -568,15 +612,9 @@ DECLARE
     v_now timestamptz := timers._now(t.test_clock);
     v_started timestamptz;
     v_ended timestamptz;
-    v_retry_at timestamptz;
-    v_given_up text;
     o record;
     r jsonb;
     v_ok boolean;
-    v_final boolean := true;
-    v_streak integer := 0;
-    v_pause boolean := false;
-    v_last_error text := '';
 BEGIN
     IF v_now IS NULL OR t.retry_at > v_now THEN
         RETURN NULL;
@@ -595,47 +633,25 @@ BEGIN
         v_started := v_now;
         v_ended := v_now;
     END IF;
-    IF NOT v_ok THEN
-        SELECT x.retry_at, x.given_up INTO v_retry_at, v_given_up
-          FROM timers._next_attempt(t, t.retry_attempt, v_ended, t.next_due_at) x;
-        o := timers._failed_outcome(t, t.retry_attempt, r->>'error', v_retry_at, v_given_up);
-        v_final := o.final;
-        v_streak := o.streak;
-        v_pause := o.pause;
-        v_last_error := o.last_error;
-    END IF;
+    o := timers._attempt_outcome(t, t.retry_attempt, v_ok, r->>'error', v_ended, t.next_due_at);
     UPDATE timers.timers SET
         last_run_at = v_started,
         last_ok = v_ok,
-        last_error = v_last_error,
+        last_error = o.last_error,
         last_took_ms = (r->>'took_ms')::bigint,
         last_rows = (r->>'rows')::bigint,
-        runs = runs + CASE WHEN v_final THEN 1 ELSE 0 END,
-        failures = failures + CASE WHEN v_final AND NOT v_ok THEN 1 ELSE 0 END,
-        fail_streak = v_streak,
-        retry_due_at = CASE WHEN NOT v_final THEN retry_due_at END,
-        retry_attempt = CASE WHEN NOT v_final THEN retry_attempt + 1 END,
-        retry_at = CASE WHEN NOT v_final THEN v_retry_at END
+        runs = runs + CASE WHEN o.final THEN 1 ELSE 0 END,
+        failures = failures + CASE WHEN o.final AND NOT v_ok THEN 1 ELSE 0 END,
+        fail_streak = o.streak,
+        retry_due_at = CASE WHEN NOT o.final THEN retry_due_at END,
+        retry_attempt = CASE WHEN NOT o.final THEN retry_attempt + 1 END,
+        retry_at = o.retry_at
      WHERE id = t.id;
-    INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, late_ms, ok,
-                             error, rows, runner, attempt, retry_at)
-    VALUES (t.id, t.name, 'retry', t.retry_due_at, (r->>'started_at')::timestamptz,
-            (r->>'took_ms')::bigint, (r->>'late_ms')::bigint, v_ok, r->>'error', (r->>'rows')::bigint,
-            p_runner, t.retry_attempt, CASE WHEN NOT v_final THEN v_retry_at END);
-    IF NOT v_ok THEN
-        PERFORM timers._announce_failure(t, 'retry', t.retry_due_at, t.retry_attempt, r,
-            CASE WHEN NOT v_final THEN v_retry_at END, v_given_up, v_pause, v_streak, p_runner);
-    END IF;
-    IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id) THEN
-        PERFORM timers._apply_pending(t.id);
-    END IF;
-    RETURN jsonb_build_object(
-        'timer', t.name, 'kind', 'retry', 'due_at', timers._iso(t.retry_due_at), 'ok', v_ok,
-        'error', r->>'error', 'sqlstate', r->>'sqlstate', 'rows', (r->>'rows')::bigint,
-        'took_ms', (r->>'took_ms')::bigint, 'late_ms', (r->>'late_ms')::bigint,
-        'attempt', t.retry_attempt,
-        'retry_at', CASE WHEN NOT v_final THEN timers._iso(v_retry_at) END,
-        'gave_up', v_given_up, 'paused', v_pause);
+    PERFORM timers._attempt_recorded(t, 'retry', t.retry_due_at, t.retry_attempt, r,
+                                     (r->>'late_ms')::bigint, o.retry_at, o.given_up, o.pause,
+                                     o.streak, p_runner);
+    RETURN timers._attempt_result(t, 'retry', t.retry_due_at, t.retry_attempt, r,
+                                  (r->>'late_ms')::bigint, '[]', o.retry_at, o.given_up, o.pause);
 END
 $$;
 
@@ -978,6 +994,9 @@ REVOKE ALL ON FUNCTION
     timers._apply_gap(timers.timers,timestamp with time zone,text,text,timestamp with time zone),
     timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone),
     timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone,timestamp with time zone),
+    timers._attempt_outcome(timers.timers,integer,boolean,text,timestamp with time zone,timestamp with time zone),
+    timers._attempt_recorded(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,timestamp with time zone,text,boolean,integer,text),
+    timers._attempt_result(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,jsonb,timestamp with time zone,text,boolean),
     timers._next_attempt(timers.timers,integer,timestamp with time zone,timestamp with time zone),
     timers._failed_outcome(timers.timers,integer,text,timestamp with time zone,text),
     timers._announce_failure(timers.timers,text,timestamp with time zone,integer,jsonb,timestamp with time zone,text,boolean,integer,text),
@@ -1000,6 +1019,9 @@ GRANT EXECUTE ON FUNCTION
     timers._apply_gap(timers.timers,timestamp with time zone,text,text,timestamp with time zone),
     timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone),
     timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone,timestamp with time zone),
+    timers._attempt_outcome(timers.timers,integer,boolean,text,timestamp with time zone,timestamp with time zone),
+    timers._attempt_recorded(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,timestamp with time zone,text,boolean,integer,text),
+    timers._attempt_result(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,jsonb,timestamp with time zone,text,boolean),
     timers._next_attempt(timers.timers,integer,timestamp with time zone,timestamp with time zone),
     timers._failed_outcome(timers.timers,integer,text,timestamp with time zone,text),
     timers._announce_failure(timers.timers,text,timestamp with time zone,integer,jsonb,timestamp with time zone,text,boolean,integer,text),
