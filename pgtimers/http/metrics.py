@@ -2,8 +2,8 @@
 
 Totals for alerts (`pgtimers_timer_failures_total`, `pgtimers_timer_late_seconds_max`,
 runs and skips), per timer `pgtimers_timer_failures_24h{database,timer}` and
-`pgtimers_timer_last_late_seconds{database,timer}`, and per database whether a
-runner serves it (`pgtimers_runner_up`) and whether it could be read at all.
+`pgtimers_timer_last_late_seconds{database,timer}` and `pgtimers_timer_paused{database,timer}`,
+and per database whether a runner serves it (`pgtimers_runner_up`) and whether it could be read at all.
 """
 
 from __future__ import annotations
@@ -92,6 +92,17 @@ def render(reads: Iterable[DatabaseRead]) -> str:
         out.sample(
             "pgtimers_timer_last_failed",
             1 if row["last_ok"] is False else 0,
+            _labels(database=db, timer=row["name"]),
+        )
+    out.family(
+        "pgtimers_timer_paused",
+        "gauge",
+        "1 when a timer turned itself off after pause_after failed due times in a row, else 0.",
+    )
+    for db, row in rows:
+        out.sample(
+            "pgtimers_timer_paused",
+            1 if int(row.get("paused_ms") or 0) > 0 else 0,
             _labels(database=db, timer=row["name"]),
         )
     out.family("pgtimers_timers", "gauge", "Timers of a database (enabled or not).")

@@ -58,7 +58,7 @@ SELECT timers._live_runners()
 
 -- name: metrics_timers
 SELECT s.name, s.runs, s.failures, s.failures_24h, s.skipped, s.last_late_ms, s.max_late_ms,
-       s.last_ok, s.running, s.enabled
+       s.last_ok, s.running, s.enabled, s.paused_ms
   FROM timers.status s
  ORDER BY lower(s.name)
 

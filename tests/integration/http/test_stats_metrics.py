@@ -55,6 +55,11 @@ def two(db: Database, db2: Database, serve: Callable[..., Served]) -> Client:
         fake(a, "beta", ok=False, error="boom", runs=4, failures=2, failed_24h=2, late=6000)
         fake(b, "delta", ok=False, error="bang", runs=3, failures=3, failed_24h=3, skipped=2)
         fake(b, "epsilon", ok=True, runs=1, late=7000)
+        # what pause_after leaves behind (timers._pause)
+        b.execute(
+            "UPDATE timers.timers SET enabled = false, next_due_at = NULL, paused_at = now()"
+            " WHERE name = 'delta'"
+        )
     return Client(serve([db.dsn, db2.dsn]).port).as_token()
 
 
@@ -119,6 +124,7 @@ def test_metrics(two: Client, db: Database, db2: Database) -> None:
         "pgtimers_timer_runs_total counter",
         "pgtimers_timer_skips_total counter",
         "pgtimers_runner_up gauge",
+        "pgtimers_timer_paused gauge",
     ):
         assert f"# TYPE {family}\n" in text
     samples = _samples(text)
@@ -130,6 +136,8 @@ def test_metrics(two: Client, db: Database, db2: Database) -> None:
     assert samples[f'pgtimers_timer_failures_24h{{database="{db.name}",timer="alpha"}}'] == 0
     assert samples[f'pgtimers_timer_last_late_seconds{{database="{db.name}",timer="beta"}}'] == 6.0
     assert samples[f'pgtimers_timer_last_late_seconds{{database="{db.name}",timer="alpha"}}'] == 0.1
+    assert samples[f'pgtimers_timer_paused{{database="{db2.name}",timer="delta"}}'] == 1
+    assert samples[f'pgtimers_timer_paused{{database="{db2.name}",timer="epsilon"}}'] == 0
     assert samples[f'pgtimers_runner_up{{database="{db.name}"}}'] == 0
     assert samples[f'pgtimers_database_up{{database="{db2.name}"}}'] == 1
     # every sample line is name{labels} value
