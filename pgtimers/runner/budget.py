@@ -86,6 +86,7 @@ class ConnectionBudget:
     _grants: int = 0
     # called when a worker starts to wait for a slot: workers idling on one give it back
     _wanted: list[Callable[[], None]] = field(default_factory=list)
+    _yielding: int = 0  # slots promised by take_turn and not yet released
 
     def on_wanted(self, callback: Callable[[], None]) -> None:
         """Call `callback` whenever a worker starts to wait for a slot (a pool wakes its
@@ -132,12 +133,24 @@ class ConnectionBudget:
 
     def others_waiting(self, database: str) -> bool:
         """Whether a worker of a database that holds fewer slots than `database` waits for
-        one: `database` should give one back. (A database that holds as many waits for a
-        slot to come free: it asks for more than its share.)"""
+        one and no slot given back is already on its way to it: `database` should give one
+        back. (A database that holds as many waits for a slot to come free: it asks for
+        more than its share.)"""
         mine = self.held_by[database]
-        return any(
-            w.database != database and self.held_by[w.database] < mine for w in self._waiters
+        poorer = sum(
+            1 for w in self._waiters if w.database != database and self.held_by[w.database] < mine
         )
+        return poorer > self._yielding
+
+    def take_turn(self, database: str) -> bool:
+        """others_waiting, and if so this caller gives the slot back: counted until its
+        release(yielded=True), so that one waiter makes one holder give one back (the
+        idle workers of every database are woken together: without the count, all of them
+        closed their connections for one waiter, and reconnected a moment later)."""
+        if not self.others_waiting(database):
+            return False
+        self._yielding += 1
+        return True
 
     async def acquire(
         self, database: str, stops: tuple[asyncio.Event, ...], alive: Callable[[], None]
@@ -178,8 +191,11 @@ class ConnectionBudget:
                 self.release(database)
         return kept
 
-    def release(self, database: str) -> None:
-        """Give a slot back: it goes to the next waiter in turn."""
+    def release(self, database: str, yielded: bool = False) -> None:
+        """Give a slot back: it goes to the next waiter in turn. `yielded`: the slot is
+        the one a take_turn promised."""
+        if yielded and self._yielding > 0:
+            self._yielding -= 1
         if self.held_by[database] > 0:
             self.held_by[database] -= 1
         if self.held_by[database] == 0:

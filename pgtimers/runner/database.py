@@ -62,6 +62,9 @@ class DatabaseRunner(WorkerPool):
         self._refused = False  # a worker's connection was refused (said once)
         self._refused_at = -1e9
         self._slot_waiting = 0
+        self._idle_holders = 0  # workers waiting for work on a connection of their own
+        self._work_gone = asyncio.Event()  # set while there is no work: a slot wait ends
+        self._work_gone.set()
         self.started = asyncio.Event()  # set once serving (tests wait on it)
         self.serving = False  # the control session is up and registered
         self.progress = time.monotonic()  # last sign of life, for the watchdog
@@ -78,7 +81,7 @@ class DatabaseRunner(WorkerPool):
             for i in range(self.s.workers + self._burst())
         ]
         tasks = [
-            asyncio.create_task(self._work_loop(w, burst=i >= self.s.workers))
+            asyncio.create_task(self._work_forever(w, burst=i >= self.s.workers))
             for i, w in enumerate(workers)
         ]
         self.s.budget.on_wanted(self._slot_wanted)

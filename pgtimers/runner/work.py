@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pgtimers.runner import log
@@ -43,6 +44,8 @@ class WorkerPool:
     _refused: bool  # a refusal was said, and no connection has worked since
     _refused_at: float  # the last refusal of a worker's connection (time.monotonic())
     _slot_waiting: int  # this database's workers waiting for a slot now
+    _idle_holders: int  # this database's workers waiting for work with a slot
+    _work_gone: asyncio.Event  # set while _has_work is not
     progress: float
 
     async def _pause(self, seconds: float) -> None:
@@ -55,7 +58,12 @@ class WorkerPool:
     async def _signal_work(self) -> None:
         async with self._work:
             self._has_work = True
+            self._work_gone.clear()
             self._work.notify_all()
+
+    def _no_work(self) -> None:
+        self._has_work = False
+        self._work_gone.set()
 
     def _stops(self) -> tuple[asyncio.Event, ...]:
         return (self.stopping, self._leave)
@@ -63,21 +71,25 @@ class WorkerPool:
     def _alive(self) -> None:
         self.progress = time.monotonic()  # waiting for a slot is life, for the watchdog
 
-    async def _close_worker(self, worker: Worker) -> None:
-        """Close the worker's connection and give its slot back."""
+    async def _close_worker(self, worker: Worker, yielded: bool = False) -> None:
+        """Close the worker's connection and give its slot back (`yielded`: the slot
+        the budget's take_turn asked for)."""
         await worker.close()
         if worker.has_slot:
             worker.has_slot = False
-            self.s.budget.release(self.s.dsn)
+            self.s.budget.release(self.s.dsn, yielded)
 
-    async def _take_slot(self, worker: Worker) -> bool:
+    async def _take_slot(self, worker: Worker, for_work: bool) -> bool:
         """A slot of the budget for the worker's connection, unless it has one; False when
-        stopping (or leaving) came first."""
+        stopping (or leaving) came first or, `for_work`, the work went (another worker of
+        this database did it: a wait that outlived its work took the next free slot, and
+        a connection, for nothing)."""
         if worker.has_slot:
             return True
+        stops = (*self._stops(), self._work_gone) if for_work else self._stops()
         self._slot_waiting += 1
         try:
-            worker.has_slot = await self.s.budget.acquire(self.s.dsn, self._stops(), self._alive)
+            worker.has_slot = await self.s.budget.acquire(self.s.dsn, stops, self._alive)
         finally:
             self._slot_waiting -= 1
         worker.slot_since = time.monotonic()
@@ -107,13 +119,22 @@ class WorkerPool:
         open connection has been idle for IDLE_CLOSE seconds or its slot is another's turn
         (None: close it). Without a control session (lost, or being made again) a base
         worker that has a connection looks by itself every second."""
-        idle = worker.idle_left()
+
+        def wanted() -> bool:
+            # a worker without a connection waits while one of its database's workers
+            # that has one is free to take the work, or another one waits for a slot:
+            # a database asks the budget for one more slot at a time
+            return (
+                self._has_work
+                and (not burst or self._running >= self.s.workers)
+                and (worker.has_slot or (self._idle_holders == 0 and self._slot_waiting == 0))
+            )
 
         def ready() -> bool:
             return (
                 self._leaving
                 or self.stopping.is_set()
-                or (self._has_work and (not burst or self._running >= self.s.workers))
+                or wanted()
                 or self._yields_slot(worker, burst)
             )
 
@@ -121,6 +142,21 @@ class WorkerPool:
             if not self.started.is_set():
                 # nothing runs before the first registration has applied the downtime rules
                 await self._work.wait_for(lambda: self.started.is_set() or self._leaving)
+            holder = worker.has_slot and not burst
+            self._idle_holders += holder
+            try:
+                return await self._wait_in_turn(worker, burst, ready, wanted)
+            finally:
+                self._idle_holders -= holder
+                if holder:
+                    self._work.notify_all()  # its database's workers without one may go
+
+    async def _wait_in_turn(
+        self, worker: Worker, burst: bool, ready: Callable[[], bool], wanted: Callable[[], bool]
+    ) -> bool | None:
+        """_wait_for_work's loop, under the lock of self._work."""
+        while True:
+            idle = worker.idle_left()
             alone = not self.serving and not burst and idle is not None
             timeout = min(idle, LOOK_EVERY) if alone and idle is not None else idle
             try:
@@ -128,9 +164,41 @@ class WorkerPool:
             except asyncio.TimeoutError:
                 if not alone or (idle is not None and idle <= LOOK_EVERY):
                     return None
-            if self._yields_slot(worker, burst) and not (self._leaving or self.stopping.is_set()):
+                return not (self._leaving or self.stopping.is_set())  # look alone
+            if self._leaving or self.stopping.is_set():
+                return False
+            if wanted():
+                return True
+            if worker.has_slot and burst and self._slot_waiting > 0:
                 return None
-            return not (self._leaving or self.stopping.is_set())
+            if worker.has_slot and self.s.budget.take_turn(self.s.dsn):
+                worker.yielding = True
+                return None
+            # another holder gives its slot to that waiter: wait on
+
+    async def _work_forever(self, worker: Worker, burst: bool) -> None:
+        """The worker's loop, started again after an error it did not expect (logged
+        once, with its type): a worker never ends before its database is left."""
+        while not await self._work_guarded(worker, burst):
+            await self._pause(1.0)
+
+    async def _work_guarded(self, worker: Worker, burst: bool) -> bool:
+        """The worker's loop; False when it ended by an error it did not expect."""
+        try:
+            await self._work_loop(worker, burst)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.event(
+                logging.ERROR,
+                "worker_failed",
+                database=self.database,
+                worker=worker.name,
+                error_type=type(exc).__name__,
+                error=str(exc),
+            )
+            return False
+        return True
 
     async def _work_loop(self, worker: Worker, burst: bool) -> None:
         """Take work while there is some; the burst worker only while all others run.
@@ -148,16 +216,17 @@ class WorkerPool:
                 if not again:
                     got = await self._wait_for_work(burst, worker)
                     if got is None:  # idle: the database keeps only its control session
-                        await self._close_worker(worker)
+                        await self._close_worker(worker, worker.yielding)
+                        worker.yielding = False
                         continue
                     if not got:
                         return
                 if not worker.has_slot:
-                    if not await self._take_slot(worker):
+                    slot = await self._slot_for_work(worker, again)
+                    if slot is None:
                         return
-                    if not again and self.serving and not self._has_work:
-                        await self._close_worker(worker)  # the work went while it waited
-                        continue
+                    if not slot:
+                        continue  # the work went while it waited
                 if not burst:
                     async with self._work:
                         self._running += 1
@@ -187,16 +256,27 @@ class WorkerPool:
                 backoff.healthy()
                 again = self._after_fire(result, burst)
                 if self._give_back(worker, result):
-                    await self._close_worker(worker)  # in turn: the slot goes round
+                    await self._close_worker(worker, yielded=True)  # in turn: it goes round
         finally:
             await self._close_worker(worker)
+
+    async def _slot_for_work(self, worker: Worker, again: bool) -> bool | None:
+        """A slot for a worker that has work: True; False when the work went while it
+        waited (another worker did it); None when stopping or leaving came first."""
+        for_work = not again and self.serving
+        if not await self._take_slot(worker, for_work):
+            return None if self.stopping.is_set() or self._leaving else False
+        if for_work and not self._has_work:
+            await self._close_worker(worker)
+            return False
+        return True
 
     def _give_back(self, worker: Worker, results: list[dict[str, Any]] | None) -> bool:
         """Whether the worker gives its slot back after a batch of fires: while another
         database waits for one, when the batch found nothing or its slice is over."""
-        if not self.s.budget.others_waiting(self.s.dsn):
+        if results is not None and time.monotonic() - worker.slot_since < SLICE:
             return False
-        return results is None or time.monotonic() - worker.slot_since >= SLICE
+        return self.s.budget.take_turn(self.s.dsn)
 
     async def _worker_failed(
         self, worker: Worker, exc: Exception, backoff: Backoff, lost: bool
@@ -250,7 +330,7 @@ class WorkerPool:
     def _after_fire(self, results: list[dict[str, Any]] | None, burst: bool) -> bool:
         """Note what a batch of fires did; whether this worker fires again at once."""
         if results is None:
-            self._has_work = False
+            self._no_work()
             self._nothing_to_claim = True
             self._recheck.set()
             return False

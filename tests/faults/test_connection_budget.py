@@ -230,3 +230,25 @@ def test_max_connections_from_flag_config_environment(tmp_path: Path) -> None:
         resolve(environ={"PGTIMERS_MAX_CONNECTIONS": "0"})
     with pytest.raises(ConfigError, match=r"--max-connections: .* not 'many'"):
         resolve(max_connections="many", environ={})
+
+
+def test_one_waiter_makes_one_holder_give_a_slot_back() -> None:
+    """Every database's idle workers are woken when a worker starts to wait for a slot:
+    only as many of them give theirs back as there are poorer waiters (all of them did,
+    and each reconnected a moment later: 36-74 new connections a second at 10 databases)."""
+
+    async def scenario() -> None:
+        budget = ConnectionBudget(limit=3)
+        for database in "abc":
+            assert await budget.acquire(database, (asyncio.Event(),), lambda: None)
+        waiting = asyncio.create_task(budget.acquire("d", (asyncio.Event(),), lambda: None))
+        await asyncio.sleep(0.01)
+        assert [budget.others_waiting(db) for db in "abc"] == [True, True, True]
+        assert [budget.take_turn(db) for db in "abc"] == [True, False, False]
+        assert not budget.others_waiting("b")  # that waiter's slot is on its way
+        budget.release("a", yielded=True)
+        assert await asyncio.wait_for(waiting, 5)
+        assert budget.held_by == {"b": 1, "c": 1, "d": 1}
+        assert not any(budget.take_turn(db) for db in "abcd")  # even: nobody gives one back
+
+    asyncio.run(scenario())
