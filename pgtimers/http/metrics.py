@@ -3,7 +3,8 @@
 Totals for alerts (`pgtimers_timer_failures_total`, `pgtimers_timer_late_seconds_max`,
 runs and skips), per timer `pgtimers_timer_failures_24h{database,timer}` and
 `pgtimers_timer_last_late_seconds{database,timer}` and `pgtimers_timer_paused{database,timer}`,
-and per database whether a runner serves it (`pgtimers_runner_up`) and whether it could be read at all.
+and per database whether a runner serves it (`pgtimers_runner_up`) and whether it could be
+read at all.
 """
 
 from __future__ import annotations
