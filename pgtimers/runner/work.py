@@ -189,14 +189,7 @@ class WorkerPool:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.event(
-                logging.ERROR,
-                "worker_failed",
-                database=self.database,
-                worker=worker.name,
-                error_type=type(exc).__name__,
-                error=str(exc),
-            )
+            self._log_failed(worker, exc)
             return False
         return True
 
@@ -316,6 +309,12 @@ class WorkerPool:
                 )
             await self._pause(backoff.next_wait())
             return True
+        self._log_failed(worker, exc)
+        await self._pause(1.0)
+        return lost
+
+    def _log_failed(self, worker: Worker, exc: Exception) -> None:
+        """The worker_failed line: an error the worker did not expect, with its type."""
         log.event(
             logging.ERROR,
             "worker_failed",
@@ -324,8 +323,6 @@ class WorkerPool:
             error_type=type(exc).__name__,
             error=str(exc),
         )
-        await self._pause(1.0)
-        return lost
 
     def _after_fire(self, results: list[dict[str, Any]] | None, burst: bool) -> bool:
         """Note what a batch of fires did; whether this worker fires again at once."""
