@@ -69,12 +69,20 @@ COMMENT ON VIEW timers.status IS
 
 -- VOLATILE on purpose: it must see the row the same statement has just written.
 CREATE OR REPLACE FUNCTION timers._status(p_name text) RETURNS timers.status
-    LANGUAGE sql VOLATILE
+    LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
     -- the name (or key) index whatever the statistics say: a table analyzed while empty
     -- would make each look-up a scan, and a bulk save quadratic
     SET enable_seqscan = off SET jit = off
-    AS $$ SELECT s.* FROM timers.status s WHERE lower(s.name) = lower(p_name) COLLATE "default" $$;
+    -- PL/pgSQL keeps the view's plan; as a SQL function it was planned on every call
+    -- (0.4 ms of a 1.8 ms save)
+    AS $$
+DECLARE
+    v_row timers.status;
+BEGIN
+    SELECT s.* INTO v_row FROM timers.status s WHERE lower(s.name) = lower(p_name) COLLATE "default";
+    RETURN v_row;
+END $$;
 
 -- ---------------------------------------------------------------------------
 -- Rights
