@@ -86,7 +86,8 @@ class ConnectionBudget:
     _grants: int = 0
     # called when a worker starts to wait for a slot: workers idling on one give it back
     _wanted: list[Callable[[], None]] = field(default_factory=list)
-    _yielding: int = 0  # slots promised by take_turn and not yet released
+    # slots promised by take_turn and not yet given back, by database
+    _promised: Counter[str] = field(default_factory=Counter)
 
     def on_wanted(self, callback: Callable[[], None]) -> None:
         """Call `callback` whenever a worker starts to wait for a slot (a pool wakes its
@@ -140,16 +141,16 @@ class ConnectionBudget:
         poorer = sum(
             1 for w in self._waiters if w.database != database and self.held_by[w.database] < mine
         )
-        return poorer > self._yielding
+        return poorer > sum(self._promised.values())
 
     def take_turn(self, database: str) -> bool:
-        """others_waiting, and if so this caller gives the slot back: counted until its
-        release(yielded=True), so that one waiter makes one holder give one back (the
+        """others_waiting, and if so this caller gives a slot back: promised until the
+        database's next release, so that one waiter makes one holder give one back (the
         idle workers of every database are woken together: without the count, all of them
         closed their connections for one waiter, and reconnected a moment later)."""
         if not self.others_waiting(database):
             return False
-        self._yielding += 1
+        self._promised[database] += 1
         return True
 
     async def acquire(
@@ -191,11 +192,11 @@ class ConnectionBudget:
                 self.release(database)
         return kept
 
-    def release(self, database: str, yielded: bool = False) -> None:
-        """Give a slot back: it goes to the next waiter in turn. `yielded`: the slot is
-        the one a take_turn promised."""
-        if yielded and self._yielding > 0:
-            self._yielding -= 1
+    def release(self, database: str) -> None:
+        """Give a slot back: it goes to the next waiter in turn (and keeps a promise of
+        take_turn, whichever of the database's workers gives it)."""
+        if self._promised[database] > 0:
+            self._promised[database] -= 1
         if self.held_by[database] > 0:
             self.held_by[database] -= 1
         if self.held_by[database] == 0:

@@ -52,7 +52,6 @@ class DatabaseRunner(WorkerPool):
         self.stopping = stopping
         self.database = "?"
         self._work = asyncio.Condition()
-        self._has_work = False
         self._running = 0  # base workers running a timer now
         self._recheck = asyncio.Event()
         self._notified = False  # a NOTIFY came since the control session last looked

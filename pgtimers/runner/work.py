@@ -7,6 +7,7 @@ fire."""
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import logging
 import time
@@ -26,7 +27,7 @@ REFUSED_RETRY = 1.0
 REFUSED_QUIET = 60.0
 
 
-class WorkerPool:
+class WorkerPool(abc.ABC):
     """The worker side of a DatabaseRunner: waiting for work, firing, failing alone."""
 
     s: Serving
@@ -35,7 +36,6 @@ class WorkerPool:
     database: str
     serving: bool
     _work: asyncio.Condition
-    _has_work: bool
     _running: int
     _recheck: asyncio.Event
     _nothing_to_claim: bool
@@ -45,25 +45,25 @@ class WorkerPool:
     _refused_at: float  # the last refusal of a worker's connection (time.monotonic())
     _slot_waiting: int  # this database's workers waiting for a slot now
     _idle_holders: int  # this database's workers waiting for work with a slot
-    _work_gone: asyncio.Event  # set while _has_work is not
+    _work_gone: asyncio.Event  # set while there is no work (a wait for a slot ends)
     progress: float
 
+    @abc.abstractmethod
     async def _pause(self, seconds: float) -> None:
-        raise NotImplementedError  # DatabaseRunner's: wait, showing life to the watchdog
+        """Wait `seconds`, showing life to the watchdog (DatabaseRunner's)."""
 
     def _burst(self) -> int:
         # --workers 1 runs one timer at a time; otherwise one more while all are busy
         return 0 if self.s.workers == 1 else 1
 
+    @property
+    def _has_work(self) -> bool:
+        return not self._work_gone.is_set()
+
     async def _signal_work(self) -> None:
         async with self._work:
-            self._has_work = True
             self._work_gone.clear()
             self._work.notify_all()
-
-    def _no_work(self) -> None:
-        self._has_work = False
-        self._work_gone.set()
 
     def _stops(self) -> tuple[asyncio.Event, ...]:
         return (self.stopping, self._leave)
@@ -71,13 +71,12 @@ class WorkerPool:
     def _alive(self) -> None:
         self.progress = time.monotonic()  # waiting for a slot is life, for the watchdog
 
-    async def _close_worker(self, worker: Worker, yielded: bool = False) -> None:
-        """Close the worker's connection and give its slot back (`yielded`: the slot
-        the budget's take_turn asked for)."""
+    async def _close_worker(self, worker: Worker) -> None:
+        """Close the worker's connection and give its slot back."""
         await worker.close()
         if worker.has_slot:
             worker.has_slot = False
-            self.s.budget.release(self.s.dsn, yielded)
+            self.s.budget.release(self.s.dsn)
 
     async def _take_slot(self, worker: Worker, for_work: bool) -> bool:
         """A slot of the budget for the worker's connection, unless it has one; False when
@@ -172,7 +171,6 @@ class WorkerPool:
             if worker.has_slot and burst and self._slot_waiting > 0:
                 return None
             if worker.has_slot and self.s.budget.take_turn(self.s.dsn):
-                worker.yielding = True
                 return None
             # another holder gives its slot to that waiter: wait on
 
@@ -209,8 +207,7 @@ class WorkerPool:
                 if not again:
                     got = await self._wait_for_work(burst, worker)
                     if got is None:  # idle: the database keeps only its control session
-                        await self._close_worker(worker, worker.yielding)
-                        worker.yielding = False
+                        await self._close_worker(worker)
                         continue
                     if not got:
                         return
@@ -249,7 +246,7 @@ class WorkerPool:
                 backoff.healthy()
                 again = self._after_fire(result, burst)
                 if self._give_back(worker, result):
-                    await self._close_worker(worker, yielded=True)  # in turn: it goes round
+                    await self._close_worker(worker)  # in turn: the slot goes round
         finally:
             await self._close_worker(worker)
 
@@ -327,7 +324,7 @@ class WorkerPool:
     def _after_fire(self, results: list[dict[str, Any]] | None, burst: bool) -> bool:
         """Note what a batch of fires did; whether this worker fires again at once."""
         if results is None:
-            self._no_work()
+            self._work_gone.set()
             self._nothing_to_claim = True
             self._recheck.set()
             return False

@@ -53,7 +53,6 @@ class Worker:
         self._reset_at = 0.0
         self.has_slot = False  # it holds a slot of the connection budget
         self.slot_since = 0.0  # since when (time.monotonic())
-        self.yielding = False  # it closes to give its slot to another database's turn
         self._used_at = 0.0  # when its connection last fired (time.monotonic())
 
     def idle_left(self) -> float | None:

@@ -246,7 +246,7 @@ def test_one_waiter_makes_one_holder_give_a_slot_back() -> None:
         assert [budget.others_waiting(db) for db in "abc"] == [True, True, True]
         assert [budget.take_turn(db) for db in "abc"] == [True, False, False]
         assert not budget.others_waiting("b")  # that waiter's slot is on its way
-        budget.release("a", yielded=True)
+        budget.release("a")
         assert await asyncio.wait_for(waiting, 5)
         assert budget.held_by == {"b": 1, "c": 1, "d": 1}
         assert not any(budget.take_turn(db) for db in "abcd")  # even: nobody gives one back
