@@ -1,12 +1,13 @@
-"""The connection budget: a cap on the connections the runner opens to one PostgreSQL
-server for its workers (and its short probes), shared by every database it serves there.
+"""The connection budget: a cap on all the connections the runner opens to one PostgreSQL
+server (control sessions, workers, short probes), shared by every database it serves there.
 
-A slot is one open connection. A worker takes a slot before it connects and gives it back
-when it closes: after its connection was idle for IDLE_CLOSE seconds, or after a fire
-while a worker of another database waits for a slot. Slots go to the waiting database
-that holds the fewest, the longest waiting first, so no database starves while another
-has a backlog. The control sessions (one per database) are not counted: they are what
-serving a database takes."""
+A slot is one open connection. A database's control session takes one while it serves
+the database and gives it back when it parks (see database.py: it closes while nothing is
+due soon and another database waits for a slot); a worker takes one before it connects
+and gives it back when it closes: after its connection was idle for IDLE_CLOSE seconds,
+or after a fire while another database waits. Slots go to the waiting database that holds
+the fewest, the longest waiting first, so no database starves while another has a
+backlog; control sessions hold at most all slots but one, which stays for workers."""
 
 from __future__ import annotations
 
@@ -27,9 +28,10 @@ from pgtimers.runner.queries import query
 
 # Without --max-connections: a quarter of the connections the server gives ordinary
 # logins (max_connections less superuser_reserved_connections and, on 16+,
-# reserved_connections), at most DEFAULT_CAP and at least 1; the other three quarters
-# stay for the control sessions and for the applications.
-DEFAULT_CAP = 10
+# reserved_connections), at most DEFAULT_CAP and at least MIN_CAP; the other three
+# quarters stay for the applications.
+DEFAULT_CAP = 20
+MIN_CAP = 2  # a control session and a worker
 SHARE_OF_SERVER = 4
 # A worker's connection that was idle this long closes, so that an idle database holds
 # only its control session. Long enough that a timer firing every few seconds (or every
@@ -65,6 +67,7 @@ class _Waiter:
     database: str
     granted: asyncio.Future[None]
     since: float
+    control: bool = False
 
 
 @dataclass
@@ -75,6 +78,7 @@ class ConnectionBudget:
     limit_from: str = "default"
     server: str = ""
     held_by: Counter[str] = field(default_factory=Counter)
+    held_control: int = 0  # of them, by control sessions
     _waiters: list[_Waiter] = field(default_factory=list)
     _refused: int = 0  # connections the server refused since the last summary
     _waited_max = 0.0  # the longest wait for a slot since the last summary
@@ -118,8 +122,11 @@ class ConnectionBudget:
             row = await conn.fetchrow(query("connection_settings"))
             assert row is not None
             logins = int(row[0]) - int(row[1]) - int(row[2])
-            self.limit = max(1, min(DEFAULT_CAP, logins // SHARE_OF_SERVER))
-            note = f"a quarter of the server's {logins} connections for logins, at most 10"
+            self.limit = max(MIN_CAP, min(DEFAULT_CAP, logins // SHARE_OF_SERVER))
+            note = (
+                f"a quarter of the server's {logins} connections for logins,"
+                f" {MIN_CAP} to {DEFAULT_CAP}"
+            )
         except (asyncpg.PostgresError, AssertionError, ValueError) as exc:
             self.limit, note = DEFAULT_CAP, f"the server's settings unread: {exc}"
         log.event(
@@ -143,6 +150,16 @@ class ConnectionBudget:
         )
         return poorer > sum(self._promised.values())
 
+    def control_turn(self, database: str) -> bool:
+        """Whether a control session of `database` with nothing to do should give its slot
+        back (park): a worker or control session of another database waits, and no slot
+        given back is already on its way to it; if so, promised as in take_turn."""
+        others = sum(1 for w in self._waiters if w.database != database)
+        if others <= sum(self._promised.values()):
+            return False
+        self._promised[database] += 1
+        return True
+
     def take_turn(self, database: str) -> bool:
         """others_waiting, and if so this caller gives a slot back: promised until the
         database's next release, so that one waiter makes one holder give one back (the
@@ -154,14 +171,21 @@ class ConnectionBudget:
         return True
 
     async def acquire(
-        self, database: str, stops: tuple[asyncio.Event, ...], alive: Callable[[], None]
+        self,
+        database: str,
+        stops: tuple[asyncio.Event, ...],
+        alive: Callable[[], None],
+        control: bool = False,
     ) -> bool:
-        """A slot for `database`, waiting in turn; False (and no slot) when a stop came.
-        Calls alive() at least every second while it waits."""
-        if not self._waiters and self._free():
-            self._take(database)
+        """A slot for `database` (for its control session: `control`), waiting in turn;
+        False (and no slot) when a stop came. Calls alive() at least every second while
+        it waits."""
+        if not self._waiters and self._free(control):
+            self._take(database, control)
             return True
-        waiter = _Waiter(database, asyncio.get_running_loop().create_future(), time.monotonic())
+        waiter = _Waiter(
+            database, asyncio.get_running_loop().create_future(), time.monotonic(), control
+        )
         self._waiters.append(waiter)
         self._grant()
         for wanted in list(self._wanted):
@@ -189,12 +213,14 @@ class ConnectionBudget:
             granted = waiter.granted.done() and not waiter.granted.cancelled()
             waiter.granted.cancel()
             if granted and not kept:  # a stop (or a cancel) came as it was granted
-                self.release(database)
+                self.release(database, control)
         return kept
 
-    def release(self, database: str) -> None:
+    def release(self, database: str, control: bool = False) -> None:
         """Give a slot back: it goes to the next waiter in turn (and keeps a promise of
-        take_turn, whichever of the database's workers gives it)."""
+        take_turn or control_turn, whichever of the database's sessions gives it)."""
+        if control and self.held_control > 0:
+            self.held_control -= 1
         if self._promised[database] > 0:
             self._promised[database] -= 1
         if self.held_by[database] > 0:
@@ -205,22 +231,27 @@ class ConnectionBudget:
 
     @contextlib.asynccontextmanager
     async def slot(
-        self, database: str, stops: tuple[asyncio.Event, ...], alive: Callable[[], None]
+        self,
+        database: str,
+        stops: tuple[asyncio.Event, ...],
+        alive: Callable[[], None],
+        control: bool = False,
     ) -> AsyncIterator[bool]:
-        """A slot for a short connection (yields False, holding none, when a stop came)."""
-        got = await self.acquire(database, stops, alive)
+        """A slot for a connection while in the block (yields False, holding none, when a
+        stop came)."""
+        got = await self.acquire(database, stops, alive, control)
         try:
             yield got
         finally:
             if got:
-                self.release(database)
+                self.release(database, control)
 
-    def refused(self, control: bool = False) -> None:
+    def refused(self) -> None:
         """The server refused a connection (SQLSTATE 53300): counted for the summary, and
-        for CEILING_FOR seconds the budget holds no more than it holds now (one less when
-        a control session was refused: the next slot given back is left for it)."""
+        for CEILING_FOR seconds the budget holds no more than it holds now (the refused
+        one's slot is already given back)."""
         self._refused += 1
-        ceiling = max(1, self.held - (1 if control else 0))
+        ceiling = max(1, self.held)
         if self._ceiling is not None and self.cap() is not None:
             ceiling = min(ceiling, self._ceiling)
         self._ceiling = ceiling
@@ -234,7 +265,7 @@ class ConnectionBudget:
             return self.limit
         return min(self.limit, self._ceiling)
 
-    def summary(self, now: float, databases: int, control: int) -> None:
+    def summary(self, now: float, databases: int, parked: int) -> None:
         """The connection_budget line, at the first pressure and then every SUMMARY_EVERY
         seconds while there is some (waits for slots, refused connections)."""
         pressure = self._refused > 0 or bool(self._waiters) or self._waited_max >= LOOK_EVERY
@@ -251,9 +282,10 @@ class ConnectionBudget:
             "connection_budget",
             server=self.server or None,
             databases=databases,
-            connections=control + self.held,
-            control=control,
-            workers=self.held,
+            connections=self.held,
+            control=self.held_control,
+            workers=self.held - self.held_control,
+            parked=parked,
             limit=self.limit,
             ceiling=self.cap() if self.cap() != self.limit else None,
             waiting=self.waiting,
@@ -267,16 +299,24 @@ class ConnectionBudget:
         self._refused = 0
         self._waited_max = 0.0
 
-    def _free(self) -> bool:
+    def _free(self, control: bool) -> bool:
         cap = self.cap()
-        return cap is not None and self.held < cap
+        if cap is None:
+            # not known yet: the first control session connects alone, and learns it
+            return control and self.held == 0
+        if control and cap >= MIN_CAP and self.held_control >= cap - 1:
+            return False  # the last slot stays for workers: a control session alone fires nothing
+        return self.held < cap
 
     def _grant(self) -> None:
         """Free slots to waiters, in turn: the database holding the fewest first, then
         the one whose last slot is the oldest, then the longest waiting."""
-        while self._waiters and self._free():
+        while True:
+            ready = [w for w in self._waiters if self._free(w.control)]
+            if not ready:
+                return
             waiter = min(
-                self._waiters,
+                ready,
                 key=lambda w: (
                     self.held_by[w.database],
                     self._granted_at.get(w.database, 0),
@@ -286,10 +326,12 @@ class ConnectionBudget:
             self._waiters.remove(waiter)
             if waiter.granted.done():  # its waiter is gone
                 continue
-            self._take(waiter.database)
+            self._take(waiter.database, waiter.control)
             waiter.granted.set_result(None)
 
-    def _take(self, database: str) -> None:
+    def _take(self, database: str, control: bool) -> None:
+        if control:
+            self.held_control += 1
         self.held_by[database] += 1
         self._grants += 1
         self._granted_at[database] = self._grants

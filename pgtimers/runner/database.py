@@ -1,12 +1,20 @@
 """Serving one database: the control session (LISTEN, liveness, downtime rules, clock
 watch, heartbeat, retention) and the workers that fire timers, each on its own connection
 and each reconnecting alone: a lost worker connection touches only that worker, a lost
-control session no running run, and nothing ends the serving but stopping."""
+control session no running run, and nothing ends the serving but stopping.
+
+The control session holds a slot of the server's connection budget. While another
+database waits for a slot and nothing of this one is due soon (or it has had its turn),
+it parks: it tells the database when it will be back (timers.runners.parked_until: it
+still serves the database, and CALL timers.run waits for it), closes, and comes back
+before the next due time, or after PARK_LOOK seconds to see new timers and run-now
+requests."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import os
 import socket
@@ -34,6 +42,16 @@ PRUNE_EVERY = 600.0
 # An error that is not the connection's (a bug, a broken schema): tried again this often.
 RETRY_FAULT = 5.0
 NOT_INSTALLED_RETRY = 30.0
+# Parking (short of connections): a control session parks when nothing is due for
+# PARK_MIN seconds, or, after CONTROL_SLICE seconds of serving, when nothing is due for
+# WAKE_LEAD; it comes back WAKE_LEAD before the next due time, and after PARK_LOOK seconds
+# at the latest (a new timer, a run-now request: NOTIFY does not reach a closed session).
+# It promises to be back by then plus PARK_GRACE: a wait for a slot may take that long.
+PARK_MIN = 1.0
+CONTROL_SLICE = 1.0
+WAKE_LEAD = 0.25
+PARK_LOOK = float(os.environ.get("PGTIMERS_PARK_LOOK", "10"))
+PARK_GRACE = 30.0
 
 
 # errors that mean the database cannot be reached or used now, not a bug of ours
@@ -70,6 +88,12 @@ class DatabaseRunner(WorkerPool):
         self.gone = False  # left for good (--all-databases: the schema is gone)
         self.waiting_for_schema = False  # reachable, but pgtimers is not installed
         self._served_at: float | None = None  # when the control session last began serving
+        self.parked = False  # the control session parked (and is not back yet)
+        self._back_at = 0.0  # parked: when to come back (time.monotonic())
+        self._pressure = asyncio.Event()  # another database waits for a slot
+        self._checked = False  # the session check (no transaction pooling) passed
+        self._zone_set = False
+        self._pruned_at = -PRUNE_EVERY
 
     # ---------------------------------------------------------------- life
     async def run(self) -> None:
@@ -86,6 +110,7 @@ class DatabaseRunner(WorkerPool):
         self.s.budget.on_wanted(self._slot_wanted)
         try:
             await self._control_forever()
+            await self.leave_parked()
         finally:
             self.s.budget.forget(self._slot_wanted)
             async with self._work:
@@ -102,6 +127,9 @@ class DatabaseRunner(WorkerPool):
             wait = 0.0
             try:
                 await self._serve()
+                if self.parked:
+                    await self._pause(self._back_at - time.monotonic())
+                    continue
             except asyncio.CancelledError:
                 raise
             except NotInstalled:
@@ -123,6 +151,7 @@ class DatabaseRunner(WorkerPool):
                 self.waiting_for_schema = True
                 wait = NOT_INSTALLED_RETRY
             except Exception as exc:  # every failure is logged and tried again
+                self._checked = self.parked = False
                 if self.stopping.is_set():
                     return
                 if self._served_at is not None and time.monotonic() - self._served_at > HEALTHY:
@@ -141,7 +170,7 @@ class DatabaseRunner(WorkerPool):
             return NOT_INSTALLED_RETRY
         if is_connection_error(exc) or isinstance(exc, _OUTAGE):
             if is_refused(exc):
-                self.s.budget.refused(control=True)  # counted in the connection_budget line
+                self.s.budget.refused()  # counted in the connection_budget line
             wait = backoff.next_wait()
             if not outage:
                 log.event(
@@ -174,25 +203,40 @@ class DatabaseRunner(WorkerPool):
                 await asyncio.wait_for(self.stopping.wait(), min(left, LOOK_EVERY))
 
     async def _serve(self) -> None:
+        """Serve with a control session, in a slot of the budget, until stopping or
+        parked."""
+        budget = self.s.budget
+        async with budget.slot(self.s.dsn, (self.stopping,), self._alive, control=True) as got:
+            if got:
+                await self._serve_in_slot()
+
+    async def _serve_in_slot(self) -> None:
         control = await connect(self.s.dsn, application_name="pgtimers runner control")
         try:
+            await self.s.budget.learn(control)
             self.database = await control.fetchval("SELECT current_database()")
             if not await control.fetchval(query("schema_installed")):
                 raise NotInstalled
-            await self.s.budget.learn(control)
-            # the check opens a second connection for a moment: it takes a slot
-            async with self.s.budget.slot(self.s.dsn, self._stops(), self._alive) as got:
-                if not got:
-                    return
-                await check_own_session(control, self.s.dsn)
+            if not self._checked:
+                # the check opens a second connection for a moment: it takes a slot
+                async with self.s.budget.slot(self.s.dsn, self._stops(), self._alive) as got:
+                    if not got:
+                        return
+                    await check_own_session(control, self.s.dsn)
+                self._checked = True
             await wait_for_primary(control, self.database, self.stopping, self._pause)
             if self.stopping.is_set():
                 return
-            await set_timezone(control, self.database, self.s.timezone)
+            if not self._zone_set:
+                await set_timezone(control, self.database, self.s.timezone)
+                self._zone_set = True
             await self._register(control)
             await control.add_listener("pgtimers", self._on_notify)
-            await prune(control, self.database)
+            if time.monotonic() - self._pruned_at >= PRUNE_EVERY:
+                await prune(control, self.database)
+                self._pruned_at = time.monotonic()
             self.serving = True
+            self.parked = False
             self._served_at = time.monotonic()
             self.waiting_for_schema = False
             self.started.set()
@@ -200,10 +244,27 @@ class DatabaseRunner(WorkerPool):
             # due, so that an idle database opens no worker connection
             await self._loop(control)
         finally:
-            if not control.is_closed():
+            if not control.is_closed() and not self.parked:
                 with contextlib.suppress(Exception):
                     await control.fetchval(query("runner_stop"), self.s.runner_id)
             await close(control)
+
+    async def leave_parked(self) -> None:
+        """Stopping while parked: come back for a moment to say the runner stopped, so
+        that nobody waits for it until its parked_until (best effort, 5 s at most)."""
+        if not self.parked:
+            return
+        gave_up = asyncio.Event()
+        asyncio.get_running_loop().call_later(5.0, gave_up.set)
+        with contextlib.suppress(Exception):
+            async with self.s.budget.slot(self.s.dsn, (gave_up,), self._alive) as got:
+                if got:
+                    conn = await connect(self.s.dsn, application_name="pgtimers runner control")
+                    try:
+                        await conn.fetchval(query("runner_stop"), self.s.runner_id)
+                    finally:
+                        await close(conn)
+        self.parked = False
 
     async def _register(self, control: asyncpg.Connection) -> None:
         started = await control.fetchval(
@@ -216,6 +277,8 @@ class DatabaseRunner(WorkerPool):
         )
         for skip in started.get("skipped") or []:
             log.skip_event(self.database, skip.get("timer"), skip)
+        if started.get("resumed"):
+            return  # back from parking: it served all along
         log.event(
             logging.INFO,
             "serving",
@@ -232,6 +295,8 @@ class DatabaseRunner(WorkerPool):
         self._recheck.set()
 
     async def _loop(self, control: asyncpg.Connection) -> None:
+        """Look at what is due (at least every second, at once on a NOTIFY): signal the
+        workers, beat, prune, watch the clock; park when it is another database's turn."""
         last_db: float | None = None
         last_mono = 0.0
         beat_at = prune_at = time.monotonic()
@@ -239,6 +304,7 @@ class DatabaseRunner(WorkerPool):
         coming: float | None = None  # the due time still to come, at the last look
         while not self.stopping.is_set():
             self._recheck.clear()
+            self._pressure.clear()
             notified, self._notified = self._notified, False
             row = await control.fetchrow(query("next_wake"))
             assert row is not None  # next_wake always gives one row
@@ -273,8 +339,45 @@ class DatabaseRunner(WorkerPool):
                 beat_at = mono
             if mono - prune_at >= PRUNE_EVERY:
                 await prune(control, self.database)
-                prune_at = mono
-            await _wait_any(self._recheck, self.stopping, timeout=delay)
+                prune_at = self._pruned_at = mono
+            # what parking waits for: the next due time (a held one counts from the next)
+            due = wake_at if wake_at is not None and not self._nothing_to_claim else next_at
+            due_in = None if due is None else due.timestamp() - db
+            look_at = mono + delay
+            while True:
+                if await self._park_if_turn(control, db_now, due_in, time.monotonic() - mono):
+                    return
+                left = look_at - time.monotonic()
+                await _wait_any(self._recheck, self.stopping, self._pressure, timeout=left)
+                # another database waits for a slot: see whether to park, without a look
+                if self._recheck.is_set() or self.stopping.is_set():
+                    break
+                if time.monotonic() >= look_at:
+                    break
+                self._pressure.clear()
+
+    async def _park_if_turn(
+        self, control: asyncpg.Connection, db_now: dt.datetime, due_in: float | None, since: float
+    ) -> bool:
+        """Park (and True) when another database waits for a slot, this one has nothing
+        to do, and nothing is due soon or it has had its turn; `since`: seconds since
+        db_now was read."""
+        budget = self.s.budget
+        if not budget.waiting or self._has_work or self._running or self._served_at is None:
+            return False
+        left = None if due_in is None else due_in - since
+        turn_over = time.monotonic() - self._served_at >= CONTROL_SLICE
+        if left is not None and left < (WAKE_LEAD if turn_over else PARK_MIN):
+            return False
+        if not budget.control_turn(self.s.dsn):
+            return False
+        away = PARK_LOOK if left is None else min(PARK_LOOK, left - WAKE_LEAD)
+        until = db_now + dt.timedelta(seconds=since + away + PARK_GRACE)
+        await control.fetchval(query("runner_park"), self.s.runner_id, until)
+        self.parked = True
+        self._back_at = time.monotonic() + away
+        await self._nudge()  # its idle workers give their slots back too
+        return True
 
 
 async def _wait_any(*events: asyncio.Event, timeout: float) -> None:

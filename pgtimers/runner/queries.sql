@@ -71,3 +71,6 @@ SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate ORDER B
 SELECT current_setting('max_connections')::int,
        current_setting('superuser_reserved_connections')::int,
        coalesce(current_setting('reserved_connections', true), '0')::int
+
+-- name: runner_park
+SELECT timers._runner_park($1, $2)

@@ -123,14 +123,17 @@ class Runner:
         status = ""
         while not self.stopping.is_set():
             now = time.monotonic()
-            serving = [db for db in self.serving.values() if db.serving]
+            serving = [db for db in self.serving.values() if db.serving or db.parked]
             waiting = any(db.waiting_for_schema for db in self.serving.values())
             if serving or waiting or self._nothing_to_serve(now):
                 healthy_at = now
             elif GIVE_UP_AFTER and now - healthy_at > GIVE_UP_AFTER:
                 self._give_up(now - healthy_at)
                 return
+            parked = sum(1 for db in serving if db.parked)
             line = f"serving {len(serving)} of {len(self.serving)} database(s)"
+            if parked:
+                line += f", {parked} parked (short of connections)"
             if line != status:
                 systemd.notify(f"STATUS={line}")
                 status = line
@@ -150,7 +153,7 @@ class Runner:
         """Each server's connection_budget line, when there is pressure on it."""
         for budget in self.budgets.values():
             dbs = [db for db in self.serving.values() if db.s.budget is budget and not db.gone]
-            budget.summary(now, len(dbs), sum(1 for db in dbs if db.serving))
+            budget.summary(now, len(dbs), sum(1 for db in dbs if db.parked))
 
     def budget(self, dsn: str) -> ConnectionBudget:
         """The connection budget of dsn's server, shared by all its databases."""

@@ -46,6 +46,8 @@ class WorkerPool(abc.ABC):
     _slot_waiting: int  # this database's workers waiting for a slot now
     _idle_holders: int  # this database's workers waiting for work with a slot
     _work_gone: asyncio.Event  # set while there is no work (a wait for a slot ends)
+    _pressure: asyncio.Event  # set when a worker or control session waits for a slot
+    parked: bool  # the control session parked: idle workers give their slots back
     progress: float
 
     @abc.abstractmethod
@@ -95,8 +97,10 @@ class WorkerPool(abc.ABC):
         return worker.has_slot
 
     def _slot_wanted(self) -> None:
-        """The budget's call when a worker (of any database) starts to wait for a slot:
-        wake this database's idle workers, to give theirs back if it is another's turn."""
+        """The budget's call when a worker or control session (of any database) starts to
+        wait for a slot: wake this database's idle workers and its control session, to
+        give theirs back if it is another's turn."""
+        self._pressure.set()
         asyncio.get_running_loop().create_task(self._nudge())
 
     async def _nudge(self) -> None:
@@ -109,7 +113,7 @@ class WorkerPool(abc.ABC):
         burst worker fires only while all of them run, so it must not keep them out)."""
         if not worker.has_slot:
             return False
-        if burst and self._slot_waiting > 0:
+        if self.parked or (burst and self._slot_waiting > 0):
             return True
         return self.s.budget.others_waiting(self.s.dsn)
 
@@ -156,7 +160,7 @@ class WorkerPool(abc.ABC):
         """_wait_for_work's loop, under the lock of self._work."""
         while True:
             idle = worker.idle_left()
-            alone = not self.serving and not burst and idle is not None
+            alone = not self.serving and not self.parked and not burst and idle is not None
             timeout = min(idle, LOOK_EVERY) if alone and idle is not None else idle
             try:
                 await asyncio.wait_for(self._work.wait_for(ready), timeout)
@@ -168,7 +172,7 @@ class WorkerPool(abc.ABC):
                 return False
             if wanted():
                 return True
-            if worker.has_slot and burst and self._slot_waiting > 0:
+            if worker.has_slot and (self.parked or (burst and self._slot_waiting > 0)):
                 return None
             if worker.has_slot and self.s.budget.take_turn(self.s.dsn):
                 return None

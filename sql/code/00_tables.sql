@@ -49,7 +49,9 @@ GRANT UPDATE (done, failed, state, next_at, ended_at, note)
     ON timers.backfill_jobs TO pgtimers_runner;
 
 COMMENT ON TABLE timers.runners IS
-    'Runners serving this database; a runner is live while the control backend it registered is connected.';
+    'Runners serving this database; a runner is live while the control backend it registered is connected, or while it is parked (parked_until).';
+COMMENT ON COLUMN timers.runners.parked_until IS
+    'Set while the runner has closed its control session for want of connections: it serves the database until then, and is back by then.';
 COMMENT ON TABLE timers.run_requests IS
     'Run-now requests of CALL timers.run, with the result the runner wrote.';
 COMMENT ON TABLE timers.timers IS

@@ -5,23 +5,29 @@
 
 -- How many runners serve this database right now: registered control backends that
 -- are still there (same pid, database and application_name) and log in as a member
--- of pgtimers_runner (what pg_stat_get_activity shows every role).
+-- of pgtimers_runner (what pg_stat_get_activity shows every role), and runners that
+-- parked their control session (short of connections) and are due back.
 CREATE OR REPLACE FUNCTION timers._live_runners() RETURNS integer
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT count(*)::integer
           FROM timers.runners r
-          CROSS JOIN LATERAL pg_stat_get_activity(r.backend_pid) a
          WHERE r.stopped_at IS NULL
-           AND a.datid = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
-           AND a.application_name = r.application_name
-           AND pg_has_role(a.usesysid, timers._role('runner'), 'MEMBER')
+           AND (r.parked_until >= now()
+                OR EXISTS (SELECT 1
+                             FROM pg_stat_get_activity(r.backend_pid) a
+                            WHERE a.datid = (SELECT d.oid FROM pg_database d
+                                              WHERE d.datname = current_database())
+                              AND a.application_name = r.application_name
+                              AND pg_has_role(a.usesysid, timers._role('runner'), 'MEMBER')))
     $$;
 
 -- A runner starts serving this database. When no other runner is live, the due
 -- times missed before now were missed while no runner served it: they follow each
--- timer's catch_up. The caller's session (with its application_name) is registered.
+-- timer's catch_up. A runner back from parking (same id, not stopped) served the
+-- database all along: what came due meanwhile is owed, fired late. The caller's
+-- session (with its application_name) is registered.
 CREATE OR REPLACE FUNCTION timers._runner_start(
     p_runner text, p_host text, p_os_pid integer, p_version text, p_workers integer) RETURNS jsonb
     LANGUAGE plpgsql
@@ -31,12 +37,18 @@ DECLARE
     v_others integer;
     v_since timestamptz;
     v_events jsonb := '[]';
+    v_resumed boolean;
 BEGIN
     PERFORM timers._take_lock('runner_start', interval '10 seconds');
+    v_resumed := EXISTS (SELECT 1 FROM timers.runners r
+                          WHERE r.id = p_runner AND r.stopped_at IS NULL
+                            AND r.parked_until IS NOT NULL);
     v_others := timers._live_runners();
-    IF v_others = 0 THEN
-        -- a live runner updates seen_at every second; the margin covers that
-        v_since := (SELECT max(r.seen_at) FROM timers.runners r) + interval '2 seconds';
+    IF v_others = 0 AND NOT v_resumed THEN
+        -- a live runner updates seen_at every second (the margin covers that); a parked
+        -- one served until parked_until
+        v_since := (SELECT max(greatest(r.seen_at, r.parked_until)) FROM timers.runners r)
+                   + interval '2 seconds';
         v_events := timers._apply_gaps('no runner was serving the database', p_runner, v_since);
     END IF;
     -- rows of runners gone for a week are history nobody needs
@@ -44,7 +56,8 @@ BEGIN
     INSERT INTO timers.runners (id, host, os_pid, backend_pid, version, workers, application_name)
     VALUES (p_runner, p_host, p_os_pid, pg_backend_pid(), p_version, p_workers,
             current_setting('application_name'));
-    RETURN jsonb_build_object('other_runners', v_others, 'downtime', v_others = 0,
+    RETURN jsonb_build_object('other_runners', v_others, 'downtime', v_others = 0 AND NOT v_resumed,
+                              'resumed', v_resumed,
                               'last_seen', v_since - interval '2 seconds', 'skipped', v_events);
 END
 $$;
@@ -67,6 +80,22 @@ CREATE OR REPLACE FUNCTION timers._runner_stop(p_runner text) RETURNS void
     AS $$
 BEGIN
     UPDATE timers.runners SET seen_at = now(), stopped_at = now() WHERE id = p_runner;
+END
+$$;
+
+-- A runner parks: it closes its control session (its connection budget is short) and
+-- is back by p_until, serving the database until then.
+CREATE OR REPLACE FUNCTION timers._runner_park(p_runner text, p_until timestamptz) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF p_until IS NULL OR p_until < now() OR p_until > now() + interval '1 hour' THEN
+        RAISE EXCEPTION 'a runner parks until a time within the next hour, not %', p_until
+            USING ERRCODE = '22008';
+    END IF;
+    UPDATE timers.runners SET seen_at = now(), parked_until = p_until
+     WHERE id = p_runner AND stopped_at IS NULL;
 END
 $$;
 
@@ -106,6 +135,7 @@ REVOKE ALL ON FUNCTION
     timers._runner_start(text,text,integer,text,integer),
     timers._runner_beat(text),
     timers._runner_stop(text),
+    timers._runner_park(text,timestamp with time zone),
     timers._take_lock(text,interval)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
@@ -115,5 +145,6 @@ GRANT EXECUTE ON FUNCTION
     timers._runner_start(text,text,integer,text,integer),
     timers._runner_beat(text),
     timers._runner_stop(text),
+    timers._runner_park(text,timestamp with time zone),
     timers._take_lock(text,interval)
     TO pgtimers_runner;

@@ -202,8 +202,8 @@ RUNNER_UPDATES = {
     "run_requests": {"finished_at", "result"},
     "locks": {"note"},
     "runners": {
-        "application_name", "backend_pid", "host", "id", "os_pid", "seen_at", "started_at",
-        "stopped_at", "version", "workers",
+        "application_name", "backend_pid", "host", "id", "os_pid", "parked_until", "seen_at",
+        "started_at", "stopped_at", "version", "workers",
     },
     "timers": {
         "catch_up_due_at", "caught_up", "expired", "failures", "last_due_at", "last_error",

@@ -88,6 +88,7 @@ CALLS: list[tuple[str, str]] = [
     ("_run_request", "SELECT timers._run_request(1, 'x')"),
     ("_apply_gaps", "SELECT timers._apply_gaps('x', 'x', now())"),
     ("_runner_start", "SELECT timers._runner_start('x', 'x', 1, 'x', 1)"),
+    ("_runner_park", "SELECT timers._runner_park('x', now() + interval '1 minute')"),
     (
         "_server_clock_jumped",
         "SELECT timers._server_clock_jumped(now() - interval '1 day', now(), 'x')",
@@ -102,6 +103,7 @@ _RUNNER_ONLY = {
     "_run_request",
     "_apply_gaps",
     "_runner_start",
+    "_runner_park",
     "_server_clock_jumped",
     "_prune",
 }

@@ -303,6 +303,10 @@ SUPERUSER_CALLS = [
     ("_next_wake", "SELECT * FROM timers._next_wake()"),
     ("_run_due", "SELECT timers._run_due(t.id, t.next_due_at, 'x') FROM timers.timers t"),
     ("_runner_start", "SELECT timers._runner_start('r', 'h', 1, 'v', 1)"),
+    (
+        "_runner_park",
+        "SELECT timers._runner_park('r', pg_catalog.now() OPERATOR(pg_catalog.+) '1 minute')",
+    ),
     ("_apply_gaps", "SELECT timers._apply_gaps('x', 'r', '2027-01-01')"),
     ("_server_clock_jumped", "SELECT timers._server_clock_jumped('2020-01-01', '2030-01-01', 'r')"),
     ("_prune", "SELECT timers._prune()"),

@@ -288,6 +288,62 @@ def test_run_now_of_a_running_timer_is_55p03(db: Database, conn: psycopg.Connect
         holder.rollback()
 
 
+# ------------------------------------------------------------------ parked runners
+
+
+def _start(db: Database, runner: str, park: str | None = None) -> dict[str, Any]:
+    """timers._runner_start from a session of its own, parked before it closes when `park`
+    is given (an interval from now)."""
+    with db.connect() as session:
+        session.execute("SET application_name = 'pgtimers runner control'")
+        started: dict[str, Any] = scalar(
+            session, "SELECT timers._runner_start(%s, 'h', 1, 'v', 2)", (runner,)
+        )
+        if park is not None:
+            session.execute("SELECT timers._runner_park(%s, now() + %s::interval)", (runner, park))
+    return started
+
+
+def test_a_parked_runner_serves_until_it_is_due_back(
+    db: Database, conn: psycopg.Connection
+) -> None:
+    save(conn, "tick", "every 1s", "SELECT 1")
+    _start(db, "r1", park="1 minute")
+    # its control session is gone, and it still serves (CALL timers.run waits for it)
+    assert scalar(conn, "SELECT timers._live_runners()") == 1
+    # due times that came while it was parked are owed to it, not skipped
+    conn.execute("UPDATE timers.timers SET next_due_at = now() - interval '5 s'")
+    back = _start(db, "r1", park="1 minute")
+    assert (back["resumed"], back["downtime"], back["skipped"]) == (True, False, [])
+    assert scalar(conn, "SELECT count(*) FROM timers.runs WHERE kind = 'skipped'") == 0
+    # one that is not back by its parked_until has stopped serving from then on
+    conn.execute(
+        "UPDATE timers.runners SET seen_at = now() - interval '40 s',"
+        " parked_until = now() - interval '10 s'"
+    )
+    assert scalar(conn, "SELECT timers._live_runners()") == 0
+    other = _start(db, "r2")
+    assert other["downtime"] and not other["resumed"]
+    skipped = scalar(conn, "SELECT count(*) FROM timers.runs WHERE kind = 'skipped'")
+    assert skipped > 0, other
+    # the gap starts when it was due back, not when it was last seen
+    assert scalar(
+        conn,
+        "SELECT parked_until = %s::timestamptz FROM timers.runners WHERE id = 'r1'",
+        (other["last_seen"],),
+    )
+
+
+@pytest.mark.parametrize(
+    "until", ["now() - interval '1 second'", "NULL", "now() + interval '2 hours'"]
+)
+def test_parking_needs_a_time_within_the_next_hour(conn: psycopg.Connection, until: str) -> None:
+    with pytest.raises(
+        errors.DatetimeFieldOverflow, match="parks until a time within the next hour"
+    ):
+        conn.execute(f"SELECT timers._runner_park('r1', {until})")
+
+
 # ------------------------------------------------------------------ gaps and clock jumps
 
 
