@@ -24,6 +24,7 @@ from typing import Any
 import asyncpg
 
 from pgtimers.runner import log
+from pgtimers.runner.doorbell import Doorbells
 from pgtimers.runner.queries import query
 
 # Without --max-connections: a quarter of the connections the server gives ordinary
@@ -92,6 +93,8 @@ class ConnectionBudget:
     _wanted: list[Callable[[], None]] = field(default_factory=list)
     # slots promised by take_turn and not yet given back, by database
     _promised: Counter[str] = field(default_factory=Counter)
+    # the parked databases of this server, woken when a session there waits for the runner
+    doorbells: Doorbells = field(default_factory=Doorbells)
 
     def on_wanted(self, callback: Callable[[], None]) -> None:
         """Call `callback` whenever a worker starts to wait for a slot (a pool wakes its

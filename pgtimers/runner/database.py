@@ -7,8 +7,8 @@ The control session holds a slot of the server's connection budget. While anothe
 database waits for a slot and nothing of this one is due soon (or it has had its turn),
 it parks: it tells the database when it will be back (timers.runners.parked_until: it
 still serves the database, and CALL timers.run waits for it), closes, and comes back
-before the next due time, or after PARK_LOOK seconds to see new timers and run-now
-requests."""
+before the next due time, when somebody waits for it there (doorbell.py), or after
+PARK_LOOK seconds to see new and changed timers."""
 
 from __future__ import annotations
 
@@ -45,12 +45,13 @@ NOT_INSTALLED_RETRY = 30.0
 # Parking (short of connections): a control session parks when nothing is due for
 # PARK_MIN seconds, or, after CONTROL_SLICE seconds of serving, when nothing is due for
 # WAKE_LEAD; it comes back WAKE_LEAD before the next due time, and after PARK_LOOK seconds
-# at the latest (a new timer, a run-now request: NOTIFY does not reach a closed session).
+# at the latest (a new or changed timer: NOTIFY does not reach a closed session; a run-now
+# request rings the doorbell).
 # It promises to be back by then plus PARK_GRACE: a wait for a slot may take that long.
 PARK_MIN = 1.0
 CONTROL_SLICE = 1.0
 WAKE_LEAD = 0.25
-PARK_LOOK = float(os.environ.get("PGTIMERS_PARK_LOOK", "10"))
+PARK_LOOK = float(os.environ.get("PGTIMERS_PARK_LOOK", "30"))
 PARK_GRACE = 30.0
 
 
@@ -91,6 +92,7 @@ class DatabaseRunner(WorkerPool):
         self.parked = False  # the control session parked (and is not back yet)
         self._back_at = 0.0  # parked: when to come back (time.monotonic())
         self._pressure = asyncio.Event()  # another database waits for a slot
+        self._bell: asyncio.Event | None = None  # parked: rung when somebody waits here
         self._checked = False  # the session check (no transaction pooling) passed
         self._zone_set = False
         self._pruned_at = -PRUNE_EVERY
@@ -128,7 +130,7 @@ class DatabaseRunner(WorkerPool):
             try:
                 await self._serve()
                 if self.parked:
-                    await self._pause(self._back_at - time.monotonic())
+                    await self._pause(self._back_at - time.monotonic(), wake=self._bell)
                     continue
             except asyncio.CancelledError:
                 raise
@@ -191,16 +193,16 @@ class DatabaseRunner(WorkerPool):
         )
         return RETRY_FAULT
 
-    async def _pause(self, seconds: float) -> None:
-        """Wait, showing life to the watchdog, unless stopping."""
+    async def _pause(self, seconds: float, wake: asyncio.Event | None = None) -> None:
+        """Wait, showing life to the watchdog, unless stopping (or `wake` is set)."""
         deadline = time.monotonic() + seconds
-        while not self.stopping.is_set():
+        events = (self.stopping,) if wake is None else (self.stopping, wake)
+        while not any(e.is_set() for e in events):
             self.progress = time.monotonic()
             left = deadline - self.progress
             if left <= 0:
                 return
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), min(left, LOOK_EVERY))
+            await _wait_any(*events, timeout=min(left, LOOK_EVERY))
 
     async def _serve(self) -> None:
         """Serve with a control session, in a slot of the budget, until stopping or
@@ -237,6 +239,7 @@ class DatabaseRunner(WorkerPool):
                 self._pruned_at = time.monotonic()
             self.serving = True
             self.parked = False
+            self.s.budget.doorbells.take_down(self.database)
             self._served_at = time.monotonic()
             self.waiting_for_schema = False
             self.started.set()
@@ -265,6 +268,7 @@ class DatabaseRunner(WorkerPool):
                     finally:
                         await close(conn)
         self.parked = False
+        self.s.budget.doorbells.take_down(self.database)
 
     async def _register(self, control: asyncpg.Connection) -> None:
         started = await control.fetchval(
@@ -340,6 +344,8 @@ class DatabaseRunner(WorkerPool):
             if mono - prune_at >= PRUNE_EVERY:
                 await prune(control, self.database)
                 prune_at = self._pruned_at = mono
+            if self.s.budget.doorbells.look_now(mono):
+                await self._answer_doorbells(control)
             # what parking waits for: the next due time (a held one counts from the next)
             due = wake_at if wake_at is not None and not self._nothing_to_claim else next_at
             due_in = None if due is None else due.timestamp() - db
@@ -375,9 +381,18 @@ class DatabaseRunner(WorkerPool):
         until = db_now + dt.timedelta(seconds=since + away + PARK_GRACE)
         await control.fetchval(query("runner_park"), self.s.runner_id, until)
         self.parked = True
+        self._bell = self.s.budget.doorbells.hang(self.database)
         self._back_at = time.monotonic() + away
         await self._nudge()  # its idle workers give their slots back too
         return True
+
+    async def _answer_doorbells(self, control: asyncpg.Connection) -> None:
+        """Wake the parked databases of this server where somebody waits for the runner."""
+        try:
+            rows = await control.fetch(query("ringing"))
+        except asyncpg.UndefinedFunctionError:
+            return  # this database's pgtimers is older than the doorbell
+        self.s.budget.doorbells.ring(row[0] for row in rows)
 
 
 async def _wait_any(*events: asyncio.Event, timeout: float) -> None:

@@ -74,3 +74,7 @@ SELECT current_setting('max_connections')::int,
 
 -- name: runner_park
 SELECT timers._runner_park($1, $2)
+
+-- name: ringing
+-- The databases of this server where a session waits for the runner (timers._ring).
+SELECT timers._ringing()

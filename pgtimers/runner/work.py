@@ -51,8 +51,9 @@ class WorkerPool(abc.ABC):
     progress: float
 
     @abc.abstractmethod
-    async def _pause(self, seconds: float) -> None:
-        """Wait `seconds`, showing life to the watchdog (DatabaseRunner's)."""
+    async def _pause(self, seconds: float, wake: asyncio.Event | None = None) -> None:
+        """Wait `seconds` (or until `wake` is set), showing life to the watchdog
+        (DatabaseRunner's)."""
 
     def _burst(self) -> int:
         # --workers 1 runs one timer at a time; otherwise one more while all are busy

@@ -99,6 +99,35 @@ BEGIN
 END
 $$;
 
+-- The doorbell. A session that waits for the runner (CALL timers.run, a test clock's
+-- advance) rings it, so that a runner that parked this database's control session (short
+-- of connections) comes back at once, not within PGTIMERS_PARK_LOOK seconds. Ringing is
+-- holding a shared advisory lock, key (1885828201 = 'pgti', 1), until the transaction
+-- ends: pg_locks shows it to the runner's control session of any database of the server.
+-- Only a hint: it never waits (a session that holds the key exclusively only makes the
+-- runner come back later), and a ring wakes a parked runner for one look.
+CREATE OR REPLACE FUNCTION timers._ring() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM pg_try_advisory_xact_lock_shared(1885828201, 1);
+END
+$$;
+
+-- The databases of this server where a session rings for the runner now (the key of
+-- timers._ring).
+CREATE OR REPLACE FUNCTION timers._ringing() RETURNS SETOF name
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT DISTINCT d.datname
+          FROM pg_locks l
+          JOIN pg_database d ON d.oid = l.database
+         WHERE l.locktype = 'advisory' AND l.classid = 1885828201 AND l.objid = 1
+           AND l.objsubid = 2 AND l.granted
+    $$;
+
 -- Take one of timers.locks, waiting at most p_wait; after that, name who holds it.
 CREATE OR REPLACE FUNCTION timers._take_lock(p_name text, p_wait interval) RETURNS void
     LANGUAGE plpgsql VOLATILE
@@ -136,6 +165,8 @@ REVOKE ALL ON FUNCTION
     timers._runner_beat(text),
     timers._runner_stop(text),
     timers._runner_park(text,timestamp with time zone),
+    timers._ring(),
+    timers._ringing(),
     timers._take_lock(text,interval)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
@@ -146,5 +177,9 @@ GRANT EXECUTE ON FUNCTION
     timers._runner_beat(text),
     timers._runner_stop(text),
     timers._runner_park(text,timestamp with time zone),
+    timers._ringing(),
     timers._take_lock(text,interval)
     TO pgtimers_runner;
+GRANT EXECUTE ON FUNCTION
+    timers._ring()
+    TO pgtimers_admin;

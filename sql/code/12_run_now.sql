@@ -153,6 +153,7 @@ DECLARE
     v_nap double precision := 0.005;
     v_result jsonb;
 BEGIN
+    PERFORM timers._ring();  -- a parked runner: come back now
     LOOP
         v_result := timers._run_answer(p_request);
         EXIT WHEN v_result IS NOT NULL;

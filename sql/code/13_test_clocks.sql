@@ -275,6 +275,7 @@ DECLARE
     v_first_left integer;
     v_nap double precision := 0.001;
 BEGIN
+    PERFORM timers._ring();  -- a parked runner: come back now
     LOOP
         v_left := timers._clock_owed(p_name, p_at);
         EXIT WHEN v_left = 0;
