@@ -38,11 +38,12 @@ at a time). N comes from --workers, else `workers` in --config, else
 PGTIMERS_WORKERS, else 2 (1 to 64). A worker connects only when there is work
 and closes its connection after 30 s idle.
 
-Connections: at most M worker connections to each server, shared in turn by
-all its databases, plus one control session per database. M comes from
---max-connections, else `max_connections` in --config, else
-PGTIMERS_MAX_CONNECTIONS, else a quarter of the server's connections for
-ordinary logins, at most 10.
+Connections: at most M to each server, control sessions and workers, shared in
+turn by all its databases; with fewer than the databases, the control session
+of a database with nothing due soon parks (closes) while another waits, and
+comes back before its next due time. M comes from --max-connections, else
+`max_connections` in --config, else PGTIMERS_MAX_CONNECTIONS, else a quarter of
+the server's connections for ordinary logins, 2 to 20.
 
 SIGTERM or SIGINT: stop claiming, let running runs finish, exit {ExitCode.OK.value}
 (at any moment, start-up included). A runner that could serve no database for
@@ -96,9 +97,9 @@ def add_parser(subparsers: Subparsers) -> None:
     p.add_argument(
         "--max-connections",
         metavar="M",
-        help="worker connections to each server, shared by all its databases, 1 to 10000"
-        " (default: a quarter of the server's max_connections less its reserved slots,"
-        " at most 10); each database also has its control session",
+        help="connections to each server, control sessions and workers, shared by all its"
+        " databases, 2 to 10000 (default: a quarter of the server's max_connections less"
+        " its reserved slots, 2 to 20)",
     )
     p.add_argument(
         "--timezone",

@@ -11,6 +11,7 @@ from typing import Any
 
 from pgtimers.cli.dsn import given_dsns
 from pgtimers.http.settings import CONFIG_KEYS as HTTP_CONFIG_KEYS
+from pgtimers.runner.budget import MIN_CAP
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -45,7 +46,8 @@ class RunConfig:
     all_databases: bool = False
     workers: int = DEFAULT_WORKERS
     workers_from: str = "default"
-    # worker connections to each server; None: derived from the server's max_connections
+    # connections to each server, control sessions and workers; None: derived from the
+    # server's max_connections
     max_connections: int | None = None
     max_connections_from: str = "default"
     timezone: str | None = None
@@ -59,8 +61,9 @@ def parse_workers(value: Any, source: str) -> int:
 
 
 def parse_max_connections(value: Any, source: str) -> int:
-    """A connection budget of 1..10000, or ConfigError naming `source`."""
-    return _whole(value, source, "max_connections", 1, MAX_MAX_CONNECTIONS)
+    """A connection budget of 2..10000 (a control session and a worker), or ConfigError
+    naming `source`."""
+    return _whole(value, source, "max_connections", MIN_CAP, MAX_MAX_CONNECTIONS)
 
 
 def _whole(value: Any, source: str, what: str, low: int, high: int) -> int:

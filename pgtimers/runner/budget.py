@@ -153,11 +153,14 @@ class ConnectionBudget:
         )
         return poorer > sum(self._promised.values())
 
-    def control_turn(self, database: str) -> bool:
+    def control_turn(self, database: str, controls_only: bool = False) -> bool:
         """Whether a control session of `database` with nothing to do should give its slot
-        back (park): a worker or control session of another database waits, and no slot
-        given back is already on its way to it; if so, promised as in take_turn."""
-        others = sum(1 for w in self._waiters if w.database != database)
+        back (park): a worker or control session (`controls_only`: a control session) of
+        another database waits, and no slot given back is already on its way to it; if so,
+        promised as in take_turn."""
+        others = sum(
+            1 for w in self._waiters if w.database != database and (w.control or not controls_only)
+        )
         if others <= sum(self._promised.values()):
             return False
         self._promised[database] += 1
@@ -252,9 +255,9 @@ class ConnectionBudget:
     def refused(self) -> None:
         """The server refused a connection (SQLSTATE 53300): counted for the summary, and
         for CEILING_FOR seconds the budget holds no more than it holds now (the refused
-        one's slot is already given back)."""
+        one's slot is already given back), and at least a control session and a worker."""
         self._refused += 1
-        ceiling = max(1, self.held)
+        ceiling = max(MIN_CAP, self.held)
         if self._ceiling is not None and self.cap() is not None:
             ceiling = min(ceiling, self._ceiling)
         self._ceiling = ceiling

@@ -43,10 +43,10 @@ PRUNE_EVERY = 600.0
 RETRY_FAULT = 5.0
 NOT_INSTALLED_RETRY = 30.0
 # Parking (short of connections): a control session parks when nothing is due for
-# PARK_MIN seconds, or, after CONTROL_SLICE seconds of serving, when nothing is due for
-# WAKE_LEAD; it comes back WAKE_LEAD before the next due time, and after PARK_LOOK seconds
-# at the latest (a new or changed timer: NOTIFY does not reach a closed session; a run-now
-# request rings the doorbell).
+# PARK_MIN seconds, or, after CONTROL_SLICE seconds of serving and for a parked database
+# that waits to come back, when nothing is due for WAKE_LEAD. It comes back WAKE_LEAD
+# before the next due time, and after PARK_LOOK seconds at the latest (a new or changed
+# timer: NOTIFY does not reach a closed session; a run-now request rings the doorbell).
 # It promises to be back by then plus PARK_GRACE: a wait for a slot may take that long.
 PARK_MIN = 1.0
 CONTROL_SLICE = 1.0
@@ -372,10 +372,14 @@ class DatabaseRunner(WorkerPool):
         if not budget.waiting or self._has_work or self._running or self._served_at is None:
             return False
         left = None if due_in is None else due_in - since
-        turn_over = time.monotonic() - self._served_at >= CONTROL_SLICE
-        if left is not None and left < (WAKE_LEAD if turn_over else PARK_MIN):
-            return False
-        if not budget.control_turn(self.s.dsn):
+        far = left is None or left >= PARK_MIN
+        if not far:
+            # due soon: it parks only to let a parked database back in (after its own
+            # turn), never for workers: it would be back in a moment, for a new connection
+            turn_over = time.monotonic() - self._served_at >= CONTROL_SLICE
+            if not turn_over or left is None or left < WAKE_LEAD:
+                return False
+        if not budget.control_turn(self.s.dsn, controls_only=not far):
             return False
         away = PARK_LOOK if left is None else min(PARK_LOOK, left - WAKE_LEAD)
         until = db_now + dt.timedelta(seconds=since + away + PARK_GRACE)
