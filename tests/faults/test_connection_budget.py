@@ -272,6 +272,11 @@ def test_max_connections_from_flag_config_environment(tmp_path: Path) -> None:
         resolve(environ={"PGTIMERS_MAX_CONNECTIONS": "0"})
     with pytest.raises(ConfigError, match=r"--max-connections: .* not 'many'"):
         resolve(max_connections="many", environ={})
+    # a control session and a worker: less cannot fire anything
+    with pytest.raises(
+        ConfigError, match=r"--max-connections: max_connections must be from 2 to 10000, not 1"
+    ):
+        resolve(max_connections="1", environ={})
 
 
 def test_one_waiter_makes_one_holder_give_a_slot_back() -> None:
