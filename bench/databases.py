@@ -17,8 +17,12 @@ one `pgtimers run --all-databases` process (its own log) and these phases:
            connections it holds when nothing is due (--idle seconds).
   busy     the timers become `every 2s` (--every), each with its own phase: timer j of
            database i first due at T0 + (j*N + i) / (5N) * 2 s, so the 5N timers are
-           spread evenly over the period. Each run inserts current_setting('pgtimers.timer'),
-           pgtimers.due_at and clock_timestamp() into `sink`: lateness is
+           spread evenly over the period. The window starts 5 s + 50 ms per database
+           after the save (--settle): a database whose control session is parked sees
+           the new timers when it comes back (within PGTIMERS_PARK_LOOK, 30 s), so its
+           first due times in the window can be late by up to that. Each run inserts
+           current_setting('pgtimers.timer'), pgtimers.due_at and clock_timestamp() into
+           `sink`: lateness is
            clock_timestamp - due. The window is the due times in [T0, T0 + --window),
            60 s (30 s with --quick); afterwards the bench waits up to --grace seconds
            (30) for the late ones before it counts. The runner's and the server's CPU,
@@ -408,7 +412,8 @@ def one_run(
 
     # busy: every P seconds, each timer its own phase
     period = args.every
-    lo = server_time(cl).replace(microsecond=0) + dt.timedelta(seconds=5 + 0.05 * n)
+    settle = args.settle if args.settle is not None else 5 + 0.05 * n
+    lo = server_time(cl).replace(microsecond=0) + dt.timedelta(seconds=settle)
     hi = lo + dt.timedelta(seconds=args.window)
     firsts = {
         (i, j): lo + dt.timedelta(seconds=round((j * n + i) * period / (TIMERS_PER_DB * n), 3))
@@ -642,6 +647,13 @@ def main() -> int:
         help="the timers' catch_up (default: pgtimers' own, skip)",
     )
     ap.add_argument("--grace", type=float, default=30.0, help="wait for late runs, seconds")
+    ap.add_argument(
+        "--settle",
+        type=float,
+        default=None,
+        help="seconds from saving the busy timers to the window (5 + 0.05 per database);"
+        " above PGTIMERS_PARK_LOOK (30), parked databases have seen them before it",
+    )
     ap.add_argument("--quick", action="store_true", help="30 s busy windows, 5 s idle")
     ap.add_argument("--port", type=int, default=5498)
     ap.add_argument(
