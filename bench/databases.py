@@ -22,8 +22,8 @@ one `pgtimers run --all-databases` process (its own log) and these phases:
            the new timers when it comes back (within PGTIMERS_PARK_LOOK, 30 s), so its
            first due times in the window can be late by up to that. Each run inserts
            current_setting('pgtimers.timer'), pgtimers.due_at and clock_timestamp() into
-           `sink`: lateness is
-           clock_timestamp - due. The window is the due times in [T0, T0 + --window),
+           `sink`: lateness is clock_timestamp - due. The window is the due times in
+           [T0, T0 + --window),
            60 s (30 s with --quick); afterwards the bench waits up to --grace seconds
            (30) for the late ones before it counts. The runner's and the server's CPU,
            and the connections opened to the bench's databases (pg_stat_database.sessions),

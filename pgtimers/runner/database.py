@@ -1,20 +1,13 @@
 """Serving one database: the control session (LISTEN, liveness, downtime rules, clock
 watch, heartbeat, retention) and the workers that fire timers, each on its own connection
 and each reconnecting alone: a lost worker connection touches only that worker, a lost
-control session no running run, and nothing ends the serving but stopping.
-
-The control session holds a slot of the server's connection budget. While another
-database waits for a slot and nothing of this one is due soon (or it has had its turn),
-it parks: it tells the database when it will be back (timers.runners.parked_until: it
-still serves the database, and CALL timers.run waits for it), closes, and comes back
-before the next due time, when somebody waits for it there (doorbell.py), or after
-PARK_LOOK seconds to see new and changed timers."""
+control session no running run, and nothing ends the serving but stopping. Short of
+connections, the control session parks in turn (parking.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
 import os
 import socket
@@ -28,6 +21,7 @@ from pgtimers.runner import log
 from pgtimers.runner.budget import is_refused
 from pgtimers.runner.connect import PoolingError, check_own_session, close, connect
 from pgtimers.runner.control import prune, set_timezone, wait_for_primary, watch_clock
+from pgtimers.runner.parking import Parking
 from pgtimers.runner.queries import query
 from pgtimers.runner.serving import HEALTHY, LOOK_EVERY, Backoff, Serving
 from pgtimers.runner.work import WorkerPool
@@ -42,17 +36,6 @@ PRUNE_EVERY = 600.0
 # An error that is not the connection's (a bug, a broken schema): tried again this often.
 RETRY_FAULT = 5.0
 NOT_INSTALLED_RETRY = 30.0
-# Parking (short of connections): a control session parks when nothing is due for
-# PARK_MIN seconds, or, after CONTROL_SLICE seconds of serving and for a parked database
-# that waits to come back, when nothing is due for WAKE_LEAD. It comes back WAKE_LEAD
-# before the next due time, and after PARK_LOOK seconds at the latest (a new or changed
-# timer: NOTIFY does not reach a closed session; a run-now request rings the doorbell).
-# It promises to be back by then plus PARK_GRACE: a wait for a slot may take that long.
-PARK_MIN = 1.0
-CONTROL_SLICE = 1.0
-WAKE_LEAD = 0.25
-PARK_LOOK = float(os.environ.get("PGTIMERS_PARK_LOOK", "30"))
-PARK_GRACE = 30.0
 
 
 # errors that mean the database cannot be reached or used now, not a bug of ours
@@ -63,7 +46,7 @@ class NotInstalled(Exception):
     """The database has no pgtimers schema (or one without the runner's functions)."""
 
 
-class DatabaseRunner(WorkerPool):
+class DatabaseRunner(WorkerPool, Parking):
     """Runs the due timers of one database until `stopping` is set."""
 
     def __init__(self, serving: Serving, stopping: asyncio.Event) -> None:
@@ -252,24 +235,6 @@ class DatabaseRunner(WorkerPool):
                     await control.fetchval(query("runner_stop"), self.s.runner_id)
             await close(control)
 
-    async def leave_parked(self) -> None:
-        """Stopping while parked: come back for a moment to say the runner stopped, so
-        that nobody waits for it until its parked_until (best effort, 5 s at most)."""
-        if not self.parked:
-            return
-        gave_up = asyncio.Event()
-        asyncio.get_running_loop().call_later(5.0, gave_up.set)
-        with contextlib.suppress(Exception):
-            async with self.s.budget.slot(self.s.dsn, (gave_up,), self._alive) as got:
-                if got:
-                    conn = await connect(self.s.dsn, application_name="pgtimers runner control")
-                    try:
-                        await conn.fetchval(query("runner_stop"), self.s.runner_id)
-                    finally:
-                        await close(conn)
-        self.parked = False
-        self.s.budget.doorbells.take_down(self.database)
-
     async def _register(self, control: asyncpg.Connection) -> None:
         started = await control.fetchval(
             query("runner_start"),
@@ -361,42 +326,6 @@ class DatabaseRunner(WorkerPool):
                 if time.monotonic() >= look_at:
                     break
                 self._pressure.clear()
-
-    async def _park_if_turn(
-        self, control: asyncpg.Connection, db_now: dt.datetime, due_in: float | None, since: float
-    ) -> bool:
-        """Park (and True) when another database waits for a slot, this one has nothing
-        to do, and nothing is due soon or it has had its turn; `since`: seconds since
-        db_now was read."""
-        budget = self.s.budget
-        if not budget.waiting or self._has_work or self._running or self._served_at is None:
-            return False
-        left = None if due_in is None else due_in - since
-        far = left is None or left >= PARK_MIN
-        if not far:
-            # due soon: it parks only to let a parked database back in (after its own
-            # turn), never for workers: it would be back in a moment, for a new connection
-            turn_over = time.monotonic() - self._served_at >= CONTROL_SLICE
-            if not turn_over or left is None or left < WAKE_LEAD:
-                return False
-        if not budget.control_turn(self.s.dsn, controls_only=not far):
-            return False
-        away = PARK_LOOK if left is None else min(PARK_LOOK, left - WAKE_LEAD)
-        until = db_now + dt.timedelta(seconds=since + away + PARK_GRACE)
-        await control.fetchval(query("runner_park"), self.s.runner_id, until)
-        self.parked = True
-        self._bell = self.s.budget.doorbells.hang(self.database)
-        self._back_at = time.monotonic() + away
-        await self._nudge()  # its idle workers give their slots back too
-        return True
-
-    async def _answer_doorbells(self, control: asyncpg.Connection) -> None:
-        """Wake the parked databases of this server where somebody waits for the runner."""
-        try:
-            rows = await control.fetch(query("ringing"))
-        except asyncpg.UndefinedFunctionError:
-            return  # this database's pgtimers is older than the doorbell
-        self.s.budget.doorbells.ring(row[0] for row in rows)
 
 
 async def _wait_any(*events: asyncio.Event, timeout: float) -> None:

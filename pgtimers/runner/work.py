@@ -126,12 +126,20 @@ class WorkerPool(abc.ABC):
 
         def wanted() -> bool:
             # a worker without a connection waits while one of its database's workers
-            # that has one is free to take the work, or another one waits for a slot:
-            # a database asks the budget for one more slot at a time
+            # that has one is free to take the work, or another one waits for a slot: a
+            # database asks the budget for one more slot at a time, and for a second one
+            # while one runs only when no other database waits (it would take theirs)
             return (
                 self._has_work
                 and (not burst or self._running >= self.s.workers)
-                and (worker.has_slot or (self._idle_holders == 0 and self._slot_waiting == 0))
+                and (
+                    worker.has_slot
+                    or (
+                        self._idle_holders == 0
+                        and self._slot_waiting == 0
+                        and (self._running == 0 or not self.s.budget.waiting)
+                    )
+                )
             )
 
         def ready() -> bool:
