@@ -112,6 +112,11 @@ class ConnectionBudget:
         return sum(self.held_by.values())
 
     @property
+    def short(self) -> bool:
+        """Whether the slots are short: somebody waits for one, or a database is parked."""
+        return bool(self._waiters) or self.doorbells.hung > 0
+
+    @property
     def waiting(self) -> int:
         """Workers (and probes) waiting for a slot now."""
         return len(self._waiters)

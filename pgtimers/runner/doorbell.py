@@ -28,6 +28,11 @@ class Doorbells:
         """The database is back (or gone): no doorbell."""
         self._bells.pop(database, None)
 
+    @property
+    def hung(self) -> int:
+        """How many databases are parked (have a doorbell)."""
+        return len(self._bells)
+
     def look_now(self, now: float) -> bool:
         """Whether the caller (a control session that serves) should look for rings now:
         some database is parked, and nobody looked for LOOK_EVERY seconds."""

@@ -128,7 +128,8 @@ class WorkerPool(abc.ABC):
             # a worker without a connection waits while one of its database's workers
             # that has one is free to take the work, or another one waits for a slot: a
             # database asks the budget for one more slot at a time, and for a second one
-            # while one runs only when no other database waits (it would take theirs)
+            # while one runs only when the slots are not short (it would take another
+            # database's, or open a connection for a moment between parking and parking)
             return (
                 self._has_work
                 and (not burst or self._running >= self.s.workers)
@@ -137,7 +138,7 @@ class WorkerPool(abc.ABC):
                     or (
                         self._idle_holders == 0
                         and self._slot_waiting == 0
-                        and (self._running == 0 or not self.s.budget.waiting)
+                        and (self._running == 0 or not self.s.budget.short)
                     )
                 )
             )
