@@ -2,7 +2,7 @@
 server (control sessions, workers, short probes), shared by every database it serves there.
 
 A slot is one open connection. A database's control session takes one while it serves
-the database and gives it back when it parks (see database.py: it closes while nothing is
+the database and gives it back when it parks (parking.py: it closes while nothing is
 due soon and another database waits for a slot); a worker takes one before it connects
 and gives it back when it closes: after its connection was idle for IDLE_CLOSE seconds,
 or after a fire while another database waits. Slots go to the waiting database that holds
@@ -152,11 +152,21 @@ class ConnectionBudget:
         one and no slot given back is already on its way to it: `database` should give one
         back. (A database that holds as many waits for a slot to come free: it asks for
         more than its share.)"""
+        return self._poorer(database) > sum(self._promised.values())
+
+    def _poorer(self, database: str) -> int:
+        """Waiters of the databases that hold fewer slots than `database`."""
         mine = self.held_by[database]
-        poorer = sum(
+        return sum(
             1 for w in self._waiters if w.database != database and self.held_by[w.database] < mine
         )
-        return poorer > sum(self._promised.values())
+
+    def _promise(self, database: str, waiters: int) -> bool:
+        """When more wait than slots are promised, `database` promises one more."""
+        if waiters <= sum(self._promised.values()):
+            return False
+        self._promised[database] += 1
+        return True
 
     def control_turn(self, database: str, controls_only: bool = False) -> bool:
         """Whether a control session of `database` with nothing to do should give its slot
@@ -166,20 +176,14 @@ class ConnectionBudget:
         others = sum(
             1 for w in self._waiters if w.database != database and (w.control or not controls_only)
         )
-        if others <= sum(self._promised.values()):
-            return False
-        self._promised[database] += 1
-        return True
+        return self._promise(database, others)
 
     def take_turn(self, database: str) -> bool:
         """others_waiting, and if so this caller gives a slot back: promised until the
         database's next release, so that one waiter makes one holder give one back (the
         idle workers of every database are woken together: without the count, all of them
         closed their connections for one waiter, and reconnected a moment later)."""
-        if not self.others_waiting(database):
-            return False
-        self._promised[database] += 1
-        return True
+        return self._promise(database, self._poorer(database))
 
     async def acquire(
         self,

@@ -136,7 +136,8 @@ class DatabaseRunner(WorkerPool, Parking):
                 self.waiting_for_schema = True
                 wait = NOT_INSTALLED_RETRY
             except Exception as exc:  # every failure is logged and tried again
-                self._checked = self.parked = False
+                self._checked = False
+                self._unpark()
                 if self.stopping.is_set():
                     return
                 if self._served_at is not None and time.monotonic() - self._served_at > HEALTHY:
@@ -221,8 +222,7 @@ class DatabaseRunner(WorkerPool, Parking):
                 await prune(control, self.database)
                 self._pruned_at = time.monotonic()
             self.serving = True
-            self.parked = False
-            self.s.budget.doorbells.take_down(self.database)
+            self._unpark()
             self._served_at = time.monotonic()
             self.waiting_for_schema = False
             self.started.set()

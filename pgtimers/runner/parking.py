@@ -111,5 +111,9 @@ class Parking(abc.ABC):
                         await conn.fetchval(query("runner_stop"), self.s.runner_id)
                     finally:
                         await close(conn)
+        self._unpark()
+
+    def _unpark(self) -> None:
+        """Back (or given up on): not parked, no doorbell."""
         self.parked = False
         self.s.budget.doorbells.take_down(self.database)
