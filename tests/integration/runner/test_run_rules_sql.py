@@ -376,14 +376,16 @@ def test_a_huge_gap_is_counted_in_full_and_written_as_one_row(conn: psycopg.Conn
 def test_clock_set_forward_skips_the_due_times_jumped_over(conn: psycopg.Connection) -> None:
     save(conn, "tick", "every 1s", "SELECT 1")
     save(conn, "every", "every 1s", "SELECT 1", catch_up="all")
-    conn.execute(
-        "UPDATE timers.timers SET next_due_at = date_trunc('second', now()) - interval '5 s'"
-    )
-    events = scalar(
-        conn,
-        "SELECT timers._server_clock_jumped("
-        "date_trunc('second', now()) - interval '6 s', now(), 'test')",
-    )
+    # one transaction: both statements see the same now(), whenever the second turns
+    with conn.transaction():
+        conn.execute(
+            "UPDATE timers.timers SET next_due_at = date_trunc('second', now()) - interval '5 s'"
+        )
+        events = scalar(
+            conn,
+            "SELECT timers._server_clock_jumped("
+            "date_trunc('second', now()) - interval '6 s', now(), 'test')",
+        )
     assert [e["timer"] for e in events] == ["tick"]
     assert timer_row(conn, "tick")["last_skip_reason"] == "the clock was set forward"
     assert timer_row(conn, "tick")["skipped"] >= 5
