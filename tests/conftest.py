@@ -151,22 +151,14 @@ def template(server: Server) -> Iterator[str]:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
 
 
-def _new_database(server: Server, template_name: str | None) -> Database:
+def _new_empty_database(server: Server) -> Database:
     name = f"pgt_{os.getpid()}_{next(_counter)}"
     with server.admin() as conn:
-        if template_name:
-            conn.execute(
-                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                    sql.Identifier(name), sql.Identifier(template_name)
-                )
-            )
-        else:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     db = Database(server, name)
-    if not template_name:
-        with db.connect() as conn:
-            # Test roles own their test tables in public, as an application's roles would.
-            conn.execute("GRANT ALL ON SCHEMA public TO PUBLIC")
+    with db.connect() as conn:
+        # Test roles own their test tables in public, as an application's roles would.
+        conn.execute("GRANT ALL ON SCHEMA public TO PUBLIC")
     return db
 
 
@@ -277,7 +269,7 @@ def db(_databases: _Databases) -> Iterator[Database]:
 @pytest.fixture
 def empty_db(server: Server, template: str) -> Iterator[Database]:
     """A fresh database without pgtimers (roles exist: the template created them)."""
-    database = _new_database(server, None)
+    database = _new_empty_database(server)
     yield database
     _drop_database(database)
 

@@ -25,7 +25,7 @@ from psycopg import sql
 
 from pgtimers.http.server import HttpServer, start_http
 from pgtimers.http.settings import HttpSettings
-from tests.conftest import Database, Server, _drop_database, _new_database
+from tests.conftest import Database, Server, _Databases
 
 TOKEN = "test-token-0123456789abcdef"
 PASSWORD = "s3cret-pw"
@@ -141,11 +141,11 @@ def serve() -> Iterator[Callable[..., Served]]:
 
 
 @pytest.fixture
-def db2(server: Server, template: str) -> Iterator[Database]:
+def db2(_databases: _Databases) -> Iterator[Database]:
     """A second database with pgtimers installed."""
-    database = _new_database(server, template)
+    database = _databases.take()
     yield database
-    _drop_database(database)
+    _databases.give_back(database)
 
 
 @pytest.fixture
