@@ -21,6 +21,7 @@ from pgtimers.runner import log
 from pgtimers.runner.budget import is_refused
 from pgtimers.runner.connect import PoolingError, check_own_session, close, connect
 from pgtimers.runner.control import prune, set_timezone, wait_for_primary, watch_clock
+from pgtimers.runner.lost import LostRuns
 from pgtimers.runner.parking import Parking
 from pgtimers.runner.queries import query
 from pgtimers.runner.serving import HEALTHY, LOOK_EVERY, Backoff, Serving
@@ -84,8 +85,9 @@ class DatabaseRunner(WorkerPool, Parking):
     async def run(self) -> None:
         """Serve until stopping: the control session and the workers, each reconnecting
         alone; any failure is logged and tried again, never the end of serving."""
+        lost = LostRuns(time.monotonic)  # its workers' runs whose session ended
         workers = [
-            Worker(self.s.dsn, self.database, self.s.runner_id, f"w{i + 1}")
+            Worker(self.s.dsn, self.database, self.s.runner_id, f"w{i + 1}", lost)
             for i in range(self.s.workers + self._burst())
         ]
         tasks = [

@@ -4,15 +4,27 @@
 
 -- name: fire_many
 -- A batch of fires in one round trip, each in its own transaction (timers._fire_many):
--- {fired, results, more}.
-CALL timers._fire_many($1, $2::bigint[], $3::bigint[], $4, $5, $6, $7, NULL)
+-- {fired, results, more}. $8: the connection's mark of its claims' notices; $9, $10: its
+-- session settings, put back before each fire's COMMIT.
+CALL timers._fire_many($1, $2::bigint[], $3::bigint[], $4, $5, $6, $7, $8, $9::text[], $10::text[], NULL)
 
--- name: reset_session
--- After a run that left session state (timers._fire says "reset": settings it changed,
--- temp tables, LISTEN), and now and then: it goes, so nothing leaks into the next run
--- on this connection. RESET ALL returns to the connection's startup settings; the
--- worker sets the run-session settings again after it.
-RESET ALL; DISCARD TEMP; CLOSE ALL; UNLISTEN *; SELECT pg_advisory_unlock_all()
+-- name: session_settings
+-- The settings this session set itself (connect.sql's run_session_settings), read once
+-- when it connects, before any run: what timers._session_reset puts back after each.
+SELECT pg_catalog.array_agg(s.name ORDER BY s.name),
+       pg_catalog.array_agg(pg_catalog.current_setting(s.name) ORDER BY s.name)
+  FROM pg_catalog.pg_settings s
+ WHERE s.source OPERATOR(pg_catalog.=) 'session'
+
+-- name: session_reset
+-- The end of a run with its own time limit, before its COMMIT: the session as it was
+-- (timers._fire_many does the same after each of its fires).
+SELECT timers._session_reset($1::text[], $2::text[])
+
+-- name: run_lost
+-- A run whose session ended while it ran, recorded as a failed attempt (NULL: nothing to
+-- record, it committed or runs elsewhere).
+SELECT timers._run_lost($1, $2, $3::text::timestamptz, $4, $5::jsonb)
 
 -- name: set_timeout
 -- The run's time limit, for the rest of the run's transaction.
@@ -34,8 +46,8 @@ SELECT timers._run_backfill($1, $2)
 SELECT db_now, wake_at, next_at FROM timers._next_wake()
 
 -- name: schema_installed
-SELECT to_regclass('timers.timers') IS NOT NULL
-   AND to_regprocedure('timers._run_due(bigint,timestamptz,text)') IS NOT NULL
+SELECT pg_catalog.to_regclass('timers.timers') IS NOT NULL
+   AND pg_catalog.to_regprocedure('timers._run_lost(text,bigint,timestamptz,text,jsonb)') IS NOT NULL
 
 -- name: in_recovery
 SELECT pg_is_in_recovery()

@@ -1,11 +1,13 @@
 """One worker: a connection that fires one thing at a time, a run-now request, a due timer
 or a keyed timer, each in its own transaction, a batch of them in one round trip
 (timers._fire_many: claim, the SQL, bookkeeping and commit, again); a timer with a time
-limit of its own takes a second step."""
+limit of its own takes a second step. Each fire says what it claimed before it runs
+(a notice), so a run that ends the session is known and recorded (lost.py)."""
 
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from typing import Any
 
@@ -13,7 +15,8 @@ import asyncpg
 
 from pgtimers.runner import log
 from pgtimers.runner.budget import IDLE_CLOSE
-from pgtimers.runner.connect import DEFAULT_TIMEOUT_MS, RUN_SESSION_SETTINGS, close, connect
+from pgtimers.runner.connect import DEFAULT_TIMEOUT_MS, close, connect
+from pgtimers.runner.lost import Claim, Lost, LostRuns, claim_from_notice
 from pgtimers.runner.queries import query
 
 # A timer whose run raised (not a failed SQL, which is recorded: an error of the
@@ -26,9 +29,6 @@ QUARANTINE_SECONDS = 30.0
 # due timer waits at most this long (plus one fire) behind a long row of keyed fires.
 KEYED_STREAK_SECONDS = 0.1
 
-# Settings a run may change that no check puts back (work_mem, say) go this often.
-RESET_EVERY = 60.0
-
 # One round trip fires up to this many, each in its own transaction (timers._fire_many),
 # for at most this long: a burst costs one round trip per batch, not per fire, and a run's
 # time limit (the CALL's statement_timeout, counted from its start) stays within this of
@@ -40,7 +40,9 @@ BATCH_MS = 50
 class Worker:
     """Fires one thing at a time on its own connection."""
 
-    def __init__(self, dsn: str, database: str, runner_id: str, name: str) -> None:
+    def __init__(
+        self, dsn: str, database: str, runner_id: str, name: str, lost: LostRuns | None = None
+    ) -> None:
         self.dsn = dsn
         self.database = database
         self.runner_id = runner_id
@@ -50,7 +52,12 @@ class Worker:
         self._quarantine_keyed: dict[int, float] = {}
         # until when (time.monotonic()) this worker asks for keyed timers only
         self._keyed_until = 0.0
-        self._reset_at = 0.0
+        self.lost = lost if lost is not None else LostRuns(time.monotonic)
+        # the connection's secret for its claims' notices, and its own session settings,
+        # which each fire's transaction puts back (timers._session_reset)
+        self._mark = ""
+        self._session: tuple[list[str], list[str]] = ([], [])
+        self._claimed: Claim | None = None  # what the round trip in flight said it runs
         self.has_slot = False  # it holds a slot of the connection budget
         self.slot_since = 0.0  # since when (time.monotonic())
         self._used_at = 0.0  # when its connection last fired (time.monotonic())
@@ -65,10 +72,43 @@ class Worker:
         return max(0.0, IDLE_CLOSE - (time.monotonic() - self._used_at))
 
     async def open(self) -> None:
-        """Connect, unless the worker's connection is open."""
+        """Connect, unless the worker's connection is open; then record the runs whose
+        session was lost before (lost.py)."""
         if self.conn is None or self.conn.is_closed():
-            self.conn = await connect(self.dsn, application_name=f"pgtimers runner {self.name}")
-            self._reset_at = time.monotonic() + RESET_EVERY
+            conn = await connect(self.dsn, application_name=f"pgtimers runner {self.name}")
+            self._mark = secrets.token_hex(16)
+            names, values = await conn.fetchrow(query("session_settings")) or ([], [])
+            self._session = (list(names or []), list(values or []))
+            conn.add_log_listener(self._on_notice)
+            self.conn = conn
+        await self._record_lost(self.conn)
+
+    def _on_notice(self, _conn: Any, message: Any) -> None:
+        claim = claim_from_notice(message.message, message.detail, self._mark)
+        if claim is not None:
+            self._claimed = claim
+
+    async def _record_lost(self, conn: asyncpg.Connection) -> None:
+        """Record the runs whose session was lost as failed attempts (timers._run_lost):
+        each is logged as its run's result is."""
+        lost = self.lost.take()
+        for i, one in enumerate(lost):
+            try:
+                result = await conn.fetchval(
+                    query("run_lost"),
+                    one.claim.kind,
+                    one.claim.id,
+                    one.claim.due_at,
+                    self.runner_id,
+                    one.outcome(),
+                )
+            except BaseException:
+                self.lost.give_back(lost[i:])
+                raise
+            if result:
+                log.run_result(self.database, result)  # its run_failed line names why
+            else:
+                self._say_unrecorded(one)
 
     async def close(self) -> None:
         """Close the worker's connection, if any."""
@@ -94,18 +134,51 @@ class Worker:
         await self.open()
         assert self.conn is not None
         keyed_only = time.monotonic() < self._keyed_until
-        results = await self._fire(self.conn, keyed_only)
-        if keyed_only and results is None:
-            self._keyed_until = 0.0  # none left (or the fire raised): a full round next
-            results = await self._fire(self.conn, False)
-        if results is not None and (
-            any(r.pop("reset", False) for r in results) or time.monotonic() > self._reset_at
-        ):
-            await self.conn.execute(query("reset_session"))
-            await self.conn.execute(RUN_SESSION_SETTINGS)
-            self._reset_at = time.monotonic() + RESET_EVERY
+        try:
+            results = await self._fire(self.conn, keyed_only)
+            if keyed_only and results is None:
+                self._keyed_until = 0.0  # none left (or the fire raised): a full round next
+                results = await self._fire(self.conn, False)
+        except Exception as exc:
+            self._note_lost(exc)
+            raise
+        finally:
+            self._claimed = None
         self._used_at = time.monotonic()
         return results
+
+    def _note_lost(self, exc: Exception) -> None:
+        """The round trip failed: when its session is gone while a claimed run was in
+        flight, note that run (recorded at the next connection, or run again)."""
+        claimed, conn = self._claimed, self.conn
+        gone = conn is None or conn.is_closed() or is_connection_error(exc)
+        if claimed is None or not gone:
+            return
+        losses = self.lost.note(claimed, exc)
+        if losses is not None:
+            log.event(
+                logging.WARNING,
+                "run_lost",
+                database=self.database,
+                worker=self.name,
+                claimed=claimed.label(),
+                due=claimed.due_at,
+                losses=losses,
+                error=str(exc) or type(exc).__name__,
+                note="its session ended from outside; the due time runs again",
+            )
+
+    def _say_unrecorded(self, lost: Lost) -> None:
+        log.event(
+            logging.INFO,
+            "run_lost",
+            database=self.database,
+            worker=self.name,
+            claimed=lost.claim.label(),
+            due=lost.claim.due_at,
+            error=lost.error,
+            note="not recorded: it committed, or another session runs it",
+        )
 
     async def _fire(
         self, conn: asyncpg.Connection, keyed_only: bool
@@ -119,6 +192,8 @@ class Worker:
             DEFAULT_TIMEOUT_MS,
             BATCH_MAX,
             BATCH_MS,
+            self._mark,
+            *self._session,
         )
         if not batch["fired"]:
             return None
@@ -149,6 +224,7 @@ class Worker:
                     result = await conn.fetchval(
                         query("run_due"), ident, claim["due_at"], self.runner_id
                     )
+                await conn.execute(query("session_reset"), *self._session)
                 return result or {}
         except asyncpg.PostgresError as exc:
             if is_connection_error(exc):
@@ -186,6 +262,12 @@ _CONNECTION_ERRORS = (
 
 def is_connection_error(exc: BaseException) -> bool:
     """Whether an error means a connection is gone or unusable, so that the session must
-    be made again; not a run's error."""
+    be made again; not a run's error. An error the server sent as FATAL or PANIC ended
+    the session, whatever its class (exit_on_error makes any error FATAL)."""
     sqlstate = getattr(exc, "sqlstate", "") or ""
-    return isinstance(exc, _CONNECTION_ERRORS) or sqlstate.startswith(("08", "57P"))
+    severity = getattr(exc, "severity_en", None) or getattr(exc, "severity", None)
+    return (
+        isinstance(exc, _CONNECTION_ERRORS)
+        or sqlstate.startswith(("08", "57P"))
+        or severity in ("FATAL", "PANIC")
+    )

@@ -714,7 +714,13 @@ AS $fn$
         (35, ARRAY['COPY'], 'COPY (TO|FROM) (STDIN|STDOUT)\M', 'COPY ... \2', NULL,
              'a timer has no client to copy from or to; use INSERT ... SELECT'),
         (36, ARRAY['COPY'], 'COPY\M', 'COPY ... a file', NULL,
-             'it reads or writes a file on the database server; a timer works inside its own database')
+             'it reads or writes a file on the database server; a timer works inside its own database'),
+        (37, ARRAY['SET', 'RESET'],
+             '(SET|RESET) (EXIT_ON_ERROR|IDLE_SESSION_TIMEOUT|IDLE_IN_TRANSACTION_SESSION_TIMEOUT|TRANSACTION_TIMEOUT|SESSION_REPLICATION_ROLE)\M',
+             '\1 \2', NULL,
+             'it would end the runner''s session (an error with exit_on_error, a timeout) or change'
+             ' how the run''s bookkeeping is written (session_replication_role); a run''s time limit'
+             ' is its timer''s timeout')
       ) AS r (n, words, pattern, statement, why, more)
       LEFT JOIN why w ON w.key OPERATOR(pg_catalog.=) r.why
 $fn$;

@@ -259,12 +259,12 @@ END
 $$;
 
 -- Run a timer's saved SQL as its owner (the runner's path), through the owner's
--- executor; returns its rows: the row count of its last statement (rows inserted,
--- updated, deleted or returned), or, when that is 0 (a CALL, a DO block), the rows
--- the run wrote (timers._rows_written: in the runner's transaction nothing but
--- pgtimers' own tables is written before the run). SECURITY DEFINER: the
--- runner's role reaches the executors only through this function. Nothing between
--- the executor's return and timers._restore_session may look a name up.
+-- executor; returns its rows (timers._run_rows). SECURITY DEFINER: the runner's role
+-- reaches the executors only through this function. Before the SQL, the session state a
+-- transaction does not undo (sequences' currval, random()'s seed) is made new
+-- (timers._fresh_run_state), so the SQL never sees what an earlier run on this
+-- connection left, whoever's it was. Nothing between the executor's return and
+-- timers._restore_session may look a name up.
 CREATE OR REPLACE FUNCTION timers._exec_as(p_owner name, p_sql text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -275,22 +275,108 @@ DECLARE
     v_prepared text;
     v_call text;
     v_rows bigint;
+    v_written bigint;
 BEGIN
     v_fn := timers._saved_executor(p_owner, p_sql);
     PERFORM timers._scan_session_use(p_sql);
+    PERFORM timers._fresh_run_state();
     -- as a login of the role would have them (work_mem, enable_*, jit ...): cheap when none
     IF EXISTS (SELECT 1 FROM pg_db_role_setting d WHERE d.setrole = timers._executor_owner(v_fn)) THEN
         PERFORM timers._apply_role_settings(timers._executor_owner(v_fn));
     END IF;
     v_settings := timers._settings_now();
     v_prepared := timers._prepared_now();
+    -- the rows written before the SQL, when its own count may not tell (timers._run_rows)
+    IF NOT timers._counted_by_statement(p_sql) THEN
+        v_written := timers._rows_written();
+    END IF;
     v_call := format('SELECT timers_exec.%I($1)', v_fn);
     EXECUTE v_call INTO v_rows USING p_sql;
     PERFORM timers._restore_session(v_settings, v_prepared);
-    IF coalesce(v_rows, 0) = 0 THEN
-        v_rows := timers._rows_written();
+    RETURN timers._run_rows(v_rows, v_written);
+END
+$$;
+
+-- A run's rows: the row count of its SQL's last statement (rows inserted, updated,
+-- deleted or returned); when that is 0 and the SQL is not one such statement (a CALL, a
+-- DO block, REFRESH, several statements), the rows the run wrote: the server's counters of
+-- this session's writes now less p_before, their value before the SQL. The counters keep
+-- the writes of this session's earlier transactions until they are sent to the
+-- statistics (at most once a second, when the session is idle), so without p_before a
+-- run that wrote nothing would report an earlier run's writes. In the runner's
+-- transaction nothing but pgtimers' own tables (not counted) is written before the run.
+CREATE OR REPLACE FUNCTION timers._run_rows(p_count bigint, p_before bigint) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF coalesce(p_count, 0) <> 0 OR p_before IS NULL THEN
+        RETURN coalesce(p_count, 0);
     END IF;
-    RETURN v_rows;
+    RETURN greatest(timers._rows_written() - p_before, 0);
+END
+$$;
+
+-- Whether the SQL is one statement whose row count says what it did: one INSERT, UPDATE,
+-- DELETE, MERGE or query (no `;` but at its end). Read from the text, cheaply: SQL that
+-- does not look like one (a leading comment, say) is counted the other way, which costs a
+-- look at the counters before and after.
+CREATE OR REPLACE FUNCTION timers._counted_by_statement(p_sql text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT p_sql ~* '^\s*(insert|update|delete|merge|select|with|values|table)\M'
+           AND strpos(rtrim(p_sql, E' \t\n\r;'), ';') = 0
+    $$;
+
+-- Before a run's SQL: the state of the session that a transaction does not undo and
+-- that a run could leave for the next one on the runner's connection, whoever's it is,
+-- made as a new session's: sequences' currval and lastval (DISCARD SEQUENCES), and the
+-- seed of random() (setseed, a run could make the next run's values known), drawn again
+-- from the server's strong random source. The rest a run may leave (settings, temporary
+-- objects, LISTEN) goes with its transaction: timers._session_reset.
+CREATE OR REPLACE FUNCTION timers._fresh_run_state() RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    DISCARD SEQUENCES;
+    PERFORM pg_catalog.setseed(
+        ('x' || pg_catalog.substr(pg_catalog.md5(pg_catalog.gen_random_uuid()::text), 1, 13))::bit(52)::bigint
+        / 4503599627370496.0 * 2 - 1);
+END
+$$;
+
+-- Before a fire's COMMIT: the runner's session as the runner made it, whatever the run
+-- left in it: every setting back to the value a new session has (RESET ALL: also ones
+-- pgtimers does not know, a custom `app.tenant`, work_mem, setseed aside), then the
+-- runner's own session settings (p_names, p_values: read by the runner when it
+-- connected, before any run), temporary objects dropped, LISTENs ended. The settings are
+-- plain SETs, so they hold after this function and the transaction. RESET ALL also
+-- resets search_path: the first statement after it sets it back, naming the function
+-- with its schema. A NULL p_names (a runner of an older version) resets nothing.
+CREATE OR REPLACE FUNCTION timers._session_reset(p_names text[], p_values text[]) RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    i integer;
+BEGIN
+    IF p_names IS NULL THEN
+        RETURN;
+    END IF;
+    RESET ALL;
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    FOR i IN 1 .. pg_catalog.cardinality(p_names) LOOP
+        PERFORM pg_catalog.set_config(p_names[i], p_values[i], false);
+    END LOOP;
+    IF pg_catalog.pg_my_temp_schema() OPERATOR(pg_catalog.<>) 0 THEN
+        IF EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+                    WHERE c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema()) THEN
+            DISCARD TEMP;
+        END IF;
+    END IF;
+    UNLISTEN *;
 END
 $$;
 
@@ -348,7 +434,8 @@ CREATE OR REPLACE FUNCTION timers._guarded_settings() RETURNS text[]
                      'plpgsql.extra_errors', 'plpgsql.extra_warnings', 'statement_timeout',
                      'idle_in_transaction_session_timeout', 'default_transaction_isolation',
                      'default_transaction_read_only', 'default_transaction_deferrable',
-                     'synchronous_commit', 'transaction_read_only']::text[]
+                     'synchronous_commit', 'session_replication_role', 'idle_session_timeout',
+                     'transaction_timeout', 'transaction_read_only']::text[]
     $$;
 
 -- The values of timers._guarded_settings() now, in that order (the same names, written
@@ -391,6 +478,9 @@ CREATE OR REPLACE FUNCTION timers._settings_now() RETURNS text[]
             pg_catalog.current_setting('default_transaction_read_only', true),
             pg_catalog.current_setting('default_transaction_deferrable', true),
             pg_catalog.current_setting('synchronous_commit', true),
+            pg_catalog.current_setting('session_replication_role', true),
+            pg_catalog.current_setting('idle_session_timeout', true),
+            pg_catalog.current_setting('transaction_timeout', true),
             pg_catalog.current_setting('transaction_read_only', true)]
     $$;
 
@@ -481,10 +571,10 @@ END
 $$;
 
 -- After a run, first of all: the settings of p_settings (timers._settings_now() before
--- the SQL) are put back, search_path first; when any was changed, or the SQL left
--- temporary objects or LISTENs, pgtimers.session_dirty says so, for the runner to reset
--- its session after the transaction (session advisory locks it took go now). A plain set_config here persists after
--- this function returns, in every frame of the run (that is what the SQL did too).
+-- the SQL) are put back, search_path first, for the run's bookkeeping in this
+-- transaction (session advisory locks it took go now). A plain set_config here persists
+-- after this function returns, in every frame of the run (that is what the SQL did too);
+-- before the COMMIT, timers._session_reset puts the whole session back.
 -- Then what the SQL may not leave: statements it prepared (dropped now: a rollback
 -- does not undo them), a WITH HOLD cursor (its query would run at COMMIT, as the
 -- runner), a read-only transaction (the bookkeeping commits in it). Raising fails the
@@ -500,8 +590,6 @@ DECLARE
 BEGIN
     PERFORM pg_catalog.set_config('search_path', p_settings[1], false);
     IF timers._settings_now() OPERATOR(pg_catalog.<>) p_settings THEN
-      -- put back for the rest of this transaction; the runner resets its session after it
-      PERFORM pg_catalog.set_config('pgtimers.session_dirty', 'on', true);
       FOR i IN 2 .. pg_catalog.cardinality(v_names) LOOP
         v_name := v_names[i];
         CONTINUE WHEN v_name = 'transaction_read_only'
@@ -524,18 +612,8 @@ BEGIN
         RAISE EXCEPTION 'a timer''s SQL may not prepare or deallocate statements, also not in dynamic SQL: they live in the runner''s session, which outlives the run and runs the runner''s own statements'
             USING ERRCODE = '42501';
     END IF;
-    -- what else the SQL may leave in the session: the runner resets it after this transaction
+    -- what else the SQL may leave in the session goes before the COMMIT (_session_reset)
     PERFORM pg_catalog.pg_advisory_unlock_all();
-    -- (nested, not AND: the EXISTS would run as an init plan, before the cheap test)
-    IF pg_catalog.pg_my_temp_schema() OPERATOR(pg_catalog.<>) 0 THEN
-        IF EXISTS (SELECT 1 FROM pg_catalog.pg_class c
-                    WHERE c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema()) THEN
-            PERFORM pg_catalog.set_config('pgtimers.session_dirty', 'on', true);
-        END IF;
-    END IF;
-    IF EXISTS (SELECT 1 FROM pg_catalog.pg_listening_channels()) THEN
-        PERFORM pg_catalog.set_config('pgtimers.session_dirty', 'on', true);
-    END IF;
     IF EXISTS (SELECT 1 FROM pg_catalog.pg_cursors c WHERE c.is_holdable) THEN
         RAISE EXCEPTION 'a timer''s SQL may not leave a WITH HOLD cursor open: it would run after the run, as the runner'
             USING ERRCODE = '42501';
@@ -560,6 +638,10 @@ REVOKE ALL ON FUNCTION
     timers._executor_owner(text),
     timers._saved_executor(name,text),
     timers._exec_as(name,text),
+    timers._run_rows(bigint,bigint),
+    timers._counted_by_statement(text),
+    timers._fresh_run_state(),
+    timers._session_reset(text[],text[]),
     timers._guarded_settings(),
     timers._settings_now(),
     timers._prepared_now(),
@@ -573,5 +655,6 @@ GRANT EXECUTE ON FUNCTION
     timers._executor_of(name)
     TO pgtimers_admin;
 GRANT EXECUTE ON FUNCTION
-    timers._exec_as(name,text)
+    timers._exec_as(name,text),
+    timers._session_reset(text[],text[])
     TO pgtimers_runner;

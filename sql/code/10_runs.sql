@@ -192,9 +192,11 @@ $$;
 -- savepoint): an error or the time limit (statement_timeout, set by the runner) rolls
 -- back the SQL's effects only. Sets the run context first: pgtimers.timer, due_at and
 -- attempt. Lateness counts from p_planned, when the run was meant to start (the due
--- time moved by jitter, or a retry's time). Returns the outcome.
+-- time moved by jitter, or a retry's time). Returns the outcome. p_lost: the run ended
+-- its session before (timers._run_lost): its outcome, a failure, without running again.
 CREATE OR REPLACE FUNCTION timers._execute(
-    t timers.timers, p_due timestamptz, p_now timestamptz, p_attempt integer, p_planned timestamptz)
+    t timers.timers, p_due timestamptz, p_now timestamptz, p_attempt integer, p_planned timestamptz,
+    p_lost jsonb DEFAULT NULL)
     RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -206,6 +208,11 @@ DECLARE
     v_error text := '';
     v_state text := '';
 BEGIN
+    IF p_lost IS NOT NULL THEN
+        RETURN timers._lost_outcome(p_lost) || jsonb_build_object('late_ms',
+            CASE WHEN t.test_clock IS NULL THEN timers._ms((p_lost->>'at')::timestamptz - p_planned)
+                 ELSE timers._ms(p_now - p_planned) END);
+    END IF;
     PERFORM set_config('pgtimers.timer', t.name, true);
     PERFORM set_config('pgtimers.due_at', timers._iso(p_due), true);
     PERFORM set_config('pgtimers.attempt', p_attempt::text, true);
@@ -229,6 +236,29 @@ BEGIN
                         ELSE timers._ms(p_now - p_planned) END);
 END
 $$;
+
+-- The outcome of a run that ended its session (p_lost: {error, sqlstate, at}, from the
+-- runner, timers._run_lost): failed, nothing written, started when it was claimed.
+CREATE OR REPLACE FUNCTION timers._lost_outcome(p_lost jsonb) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT jsonb_build_object(
+            'ok', false, 'error', timers._cut(p_lost->>'error'), 'sqlstate', p_lost->>'sqlstate',
+            'rows', 0, 'started_at', (p_lost->>'at')::timestamptz,
+            'took_ms', greatest(timers._ms(clock_timestamp() - (p_lost->>'at')::timestamptz), 0))
+    $$;
+
+-- The clock a run goes by: its timer's clock now; for a run that ended its session
+-- (p_lost), the time it was claimed then, so that it is judged as it was (which due time
+-- ran, which were skipped), not by how much later the runner could say so.
+CREATE OR REPLACE FUNCTION timers._run_clock(t timers.timers, p_lost jsonb) RETURNS timestamptz
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT CASE WHEN p_lost IS NULL OR t.test_clock IS NOT NULL THEN timers._now(t.test_clock)
+                    ELSE least(timers._now(t.test_clock), (p_lost->>'at')::timestamptz) END
+    $$;
 
 -- The seed's rule after a run of due time p_due that started at p_started and
 -- ended at p_ended (t.scheduled_runs already counts it; p_n1 is timers._plan(t, p_due)). The next due time n1
@@ -469,7 +499,8 @@ $$;
 -- set statement_timeout; this locks it again (a no-op for the claimer), so it is also
 -- safe to call on its own. Returns NULL when the due time is not this caller's to run
 -- (run by someone else, being run, no longer due), else what happened, as jsonb.
-CREATE OR REPLACE FUNCTION timers._run_due(p_id bigint, p_due timestamptz, p_runner text)
+CREATE OR REPLACE FUNCTION timers._run_due(
+    p_id bigint, p_due timestamptz, p_runner text, p_lost jsonb DEFAULT NULL)
     RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -503,7 +534,7 @@ BEGIN
         RETURN NULL;
     END IF;
     IF t.retry_due_at = p_due THEN
-        RETURN timers._run_retry(t, p_runner);
+        RETURN timers._run_retry(t, p_runner, p_lost);
     END IF;
     IF t.next_due_at IS DISTINCT FROM p_due OR t.retry_at IS NOT NULL THEN
         RETURN NULL;
@@ -518,7 +549,7 @@ BEGIN
         UPDATE timers.timers SET next_due_at = timers._plan(t, t.last_due_at) WHERE id = t.id;
         RETURN jsonb_build_object('timer', t.name, 'due_at', timers._iso(p_due), 'replanned', true);
     END IF;
-    v_now := timers._now(t.test_clock);
+    v_now := timers._run_clock(t, p_lost);
     IF v_now IS NULL OR t.fire_at > v_now THEN
         RETURN NULL;
     END IF;
@@ -547,7 +578,7 @@ BEGIN
         END IF;
     END IF;
 
-    r := timers._execute(t, v_due, v_now, 1, v_planned);
+    r := timers._execute(t, v_due, v_now, 1, v_planned, p_lost);
     v_ok := (r->>'ok')::boolean;
     v_late := (r->>'late_ms')::bigint;
     IF t.test_clock IS NULL THEN
@@ -604,12 +635,13 @@ $$;
 -- The next attempt of a due time whose earlier attempt failed (t: its row, locked by
 -- the caller). Given up, and recorded as skipped, when the timer's next due time has
 -- come first or it was turned off; else run, with pgtimers.attempt its number.
-CREATE OR REPLACE FUNCTION timers._run_retry(t timers.timers, p_runner text) RETURNS jsonb
+CREATE OR REPLACE FUNCTION timers._run_retry(t timers.timers, p_runner text, p_lost jsonb DEFAULT NULL)
+    RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_now timestamptz := timers._now(t.test_clock);
+    v_now timestamptz := timers._run_clock(t, p_lost);
     v_started timestamptz;
     v_ended timestamptz;
     o record;
@@ -624,7 +656,7 @@ BEGIN
                                              ELSE 'turned off before its retry' END, p_runner);
     END IF;
 
-    r := timers._execute(t, t.retry_due_at, v_now, t.retry_attempt, t.retry_at);
+    r := timers._execute(t, t.retry_due_at, v_now, t.retry_attempt, t.retry_at, p_lost);
     v_ok := (r->>'ok')::boolean;
     IF t.test_clock IS NULL THEN
         v_started := (r->>'started_at')::timestamptz;
@@ -832,11 +864,13 @@ $$;
 -- {"claim": "timer"|"request"|"backfill", "id", "due_at", "timeout_ms"}, which the
 -- runner runs with its own limit (timers._run_due, _run_request or _run_backfill). A
 -- run whose machinery raised answers {"failed": kind, "id" (a backfill: its timer's),
--- "sqlstate", "error"}; "reset": true asks the
--- runner to reset its session. p_skip and p_skip_keyed: ids to leave alone for a while
--- (their run raised). NULL: nothing to do.
+-- "sqlstate", "error"}. p_skip and p_skip_keyed: ids to leave alone for a while
+-- (their run raised). NULL: nothing to do. Before it runs anything (or answers a claim)
+-- it tells the runner what it claimed (timers._say_claimed, marked p_mark), so that a
+-- run that ends the runner's session is known (timers._run_lost).
 CREATE OR REPLACE FUNCTION timers._fire(
-    p_runner text, p_skip bigint[], p_skip_keyed bigint[], p_keyed_only boolean, p_timeout_ms bigint)
+    p_runner text, p_skip bigint[], p_skip_keyed bigint[], p_keyed_only boolean, p_timeout_ms bigint,
+    p_mark text DEFAULT NULL)
     RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -887,6 +921,7 @@ BEGIN
         IF v_kind IS NULL THEN
             RETURN NULL;
         END IF;
+        PERFORM timers._say_claimed(p_mark, v_kind, v_id, v_at);
         IF v_kind <> 'keyed' THEN
             v_timeout_ms := timers._ms(coalesce(v_timeout, interval '10 minutes'));
             IF v_timeout_ms <> p_timeout_ms THEN
@@ -909,27 +944,74 @@ BEGIN
         RETURN jsonb_build_object('failed', coalesce(v_kind, 'claim'), 'id', coalesce(v_timer, v_id),
                                   'sqlstate', SQLSTATE, 'error', timers._cut(SQLERRM));
     END;
-    IF current_setting('pgtimers.session_dirty', true) = 'on' THEN
-        v_result := coalesce(v_result, '{}') || '{"reset": true}';
-    END IF;
     RETURN coalesce(v_result, '{}');
+END
+$$;
+
+-- Tell the runner, before a run, what its session is about to run: a notice 'pgtimers:
+-- claimed' whose detail is {mark, kind, id, due_at, at}. A notice reaches the runner at
+-- once, ahead of anything the run does, so when the run ends the session (a FATAL error,
+-- the session terminated, the server gone) the runner still knows which run it was and
+-- records it (timers._run_lost). p_mark is the runner's secret for its connection (a
+-- timer's SQL cannot read it, so it cannot pass for a claim); NULL (a runner of an older
+-- version) says nothing. client_min_messages is the runner's (notice) here: the run's
+-- settings come after.
+CREATE OR REPLACE FUNCTION timers._say_claimed(p_mark text, p_kind text, p_id bigint, p_at timestamptz)
+    RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF p_mark IS NOT NULL THEN
+        RAISE NOTICE 'pgtimers: claimed' USING DETAIL = jsonb_build_object(
+            'mark', p_mark, 'kind', p_kind, 'id', p_id, 'due_at', p_at,
+            'at', clock_timestamp())::text;
+    END IF;
+END
+$$;
+
+-- Record a run whose session ended while it ran (the runner saw the claim, timers.
+-- _say_claimed, then lost the connection): as a failed attempt of what was claimed,
+-- p_lost {error, sqlstate, at: when it was claimed}, by the same routine that runs it
+-- (its retries, pause_after and skips follow), in the caller's transaction. NULL when
+-- there is nothing to record: the run committed (its due time moved on), or it is still
+-- running (its row is locked), or it is gone.
+CREATE OR REPLACE FUNCTION timers._run_lost(
+    p_kind text, p_id bigint, p_due timestamptz, p_runner text, p_lost jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF p_lost IS NULL OR NOT p_lost ?& ARRAY['error', 'sqlstate', 'at'] THEN
+        RAISE EXCEPTION 'a lost run needs its error, sqlstate and the time it was claimed (at)'
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN CASE p_kind
+        WHEN 'timer' THEN timers._run_due(p_id, p_due, p_runner, p_lost)
+        WHEN 'request' THEN timers._run_request(p_id, p_runner, p_lost)
+        WHEN 'backfill' THEN timers._run_backfill(p_id, p_runner, p_lost)
+        WHEN 'keyed' THEN timers._keyed_fire(p_id, p_due, p_runner, p_lost) END;
 END
 $$;
 
 -- Fire one after another in one round trip, each in its own transaction (COMMIT after
 -- each fire, as the runner's own COMMIT would): until nothing is left to fire, p_max
 -- fires, or p_budget_ms have gone by, or a fire needs the runner (a timer with a time
--- limit of its own: "claim"; a run whose machinery raised: "failed"; a session to
--- reset: "reset"). result: {fired, results (the fires that failed, skipped, paused or
--- need the runner, in order), more (whether the last look found something)}. The
--- arguments are timers._fire's. A procedure that COMMITs can pin no search_path: its
+-- limit of its own: "claim"; a run whose machinery raised: "failed"). result: {fired,
+-- results (the fires that failed, skipped, paused or need the runner, in order), more
+-- (whether the last look found something)}. The other arguments are timers._fire's, and
+-- the runner's own session settings, which each fire's transaction puts back before
+-- its COMMIT (timers._session_reset): the next fire starts from the runner's session,
+-- whatever this one's SQL left. A procedure that COMMITs can pin no search_path: its
 -- body names everything with its schema. The time limit is the CALL's statement_timeout,
 -- which runs from the CALL's start: p_budget_ms keeps a run's own limit within that of
 -- its start.
 CREATE OR REPLACE PROCEDURE timers._fire_many(
     p_runner pg_catalog.text, p_skip pg_catalog.int8[], p_skip_keyed pg_catalog.int8[],
     p_keyed_only pg_catalog.bool, p_timeout_ms pg_catalog.int8, p_max pg_catalog.int4,
-    p_budget_ms pg_catalog.int4, INOUT result pg_catalog.jsonb DEFAULT NULL)
+    p_budget_ms pg_catalog.int4, p_mark pg_catalog.text DEFAULT NULL,
+    p_session_names pg_catalog.text[] DEFAULT NULL, p_session_values pg_catalog.text[] DEFAULT NULL,
+    INOUT result pg_catalog.jsonb DEFAULT NULL)
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -940,8 +1022,9 @@ DECLARE
         OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => p_budget_ms OPERATOR(pg_catalog./) 1000.0);
 BEGIN
     LOOP
-        v_one := timers._fire(p_runner, p_skip, p_skip_keyed, p_keyed_only, p_timeout_ms);
+        v_one := timers._fire(p_runner, p_skip, p_skip_keyed, p_keyed_only, p_timeout_ms, p_mark);
         EXIT WHEN v_one IS NULL;
+        PERFORM timers._session_reset(p_session_names, p_session_values);
         COMMIT;
         v_fired := v_fired OPERATOR(pg_catalog.+) 1;
         IF timers._fire_kept(v_one) THEN
@@ -955,11 +1038,11 @@ END
 $$;
 
 -- Whether a fire's result needs the runner before the next fire: a claim to run with
--- its own time limit, a failure of the run's machinery, a session to reset.
+-- its own time limit, a failure of the run's machinery.
 CREATE OR REPLACE FUNCTION timers._fire_stops(p_result jsonb) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
-    AS $$ SELECT p_result ?| ARRAY['claim', 'failed', 'reset'] $$;
+    AS $$ SELECT p_result ?| ARRAY['claim', 'failed'] $$;
 
 -- Whether timers._fire_many hands a fire's result to the runner: it failed, skipped or
 -- paused something, or the runner must act on it (timers._fire_stops). A run that went
@@ -977,22 +1060,26 @@ CREATE OR REPLACE FUNCTION timers._fire_kept(p_result jsonb) RETURNS boolean
 -- Rights
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON PROCEDURE
-    timers._fire_many(text,bigint[],bigint[],boolean,bigint,integer,integer,jsonb)
+    timers._fire_many(text,bigint[],bigint[],boolean,bigint,integer,integer,text,text[],text[],jsonb)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON PROCEDURE
-    timers._fire_many(text,bigint[],bigint[],boolean,bigint,integer,integer,jsonb)
+    timers._fire_many(text,bigint[],bigint[],boolean,bigint,integer,integer,text,text[],text[],jsonb)
     TO pgtimers_runner;
 REVOKE ALL ON FUNCTION
     timers._fire_kept(jsonb),
     timers._fire_stops(jsonb),
-    timers._fire(text,bigint[],bigint[],boolean,bigint),
+    timers._fire(text,bigint[],bigint[],boolean,bigint,text),
+    timers._say_claimed(text,text,bigint,timestamp with time zone),
+    timers._run_lost(text,bigint,timestamp with time zone,text,jsonb),
     timers._claim_due(bigint[]),
     timers._due(integer),
     timers._next_wake(),
     timers._record_skips(timers.timers,timestamp with time zone[],bigint,timestamp with time zone,timestamp with time zone,text,text),
     timers._walk_dues(timers.timers,timestamp with time zone,timestamp with time zone),
     timers._apply_gap(timers.timers,timestamp with time zone,text,text,timestamp with time zone),
-    timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone),
+    timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone,jsonb),
+    timers._lost_outcome(jsonb),
+    timers._run_clock(timers.timers,jsonb),
     timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone,timestamp with time zone),
     timers._attempt_outcome(timers.timers,integer,boolean,text,timestamp with time zone,timestamp with time zone),
     timers._attempt_recorded(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,timestamp with time zone,text,boolean,integer,text),
@@ -1002,22 +1089,26 @@ REVOKE ALL ON FUNCTION
     timers._announce_failure(timers.timers,text,timestamp with time zone,integer,jsonb,timestamp with time zone,text,boolean,integer,text),
     timers._paused(timers.timers,timestamp with time zone,integer,text,text,integer,text),
     timers._pause(bigint,jsonb),
-    timers._run_due(bigint,timestamp with time zone,text),
-    timers._run_retry(timers.timers,text),
+    timers._run_due(bigint,timestamp with time zone,text,jsonb),
+    timers._run_retry(timers.timers,text,jsonb),
     timers._give_up_retry(timers.timers,text,text),
     timers._apply_gaps(text,text,timestamp with time zone),
     timers._server_clock_jumped(timestamp with time zone,timestamp with time zone,text),
     timers._run_error(text,text,interval)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
-    timers._fire(text,bigint[],bigint[],boolean,bigint),
+    timers._fire(text,bigint[],bigint[],boolean,bigint,text),
+    timers._say_claimed(text,text,bigint,timestamp with time zone),
+    timers._run_lost(text,bigint,timestamp with time zone,text,jsonb),
     timers._claim_due(bigint[]),
     timers._due(integer),
     timers._next_wake(),
     timers._record_skips(timers.timers,timestamp with time zone[],bigint,timestamp with time zone,timestamp with time zone,text,text),
     timers._walk_dues(timers.timers,timestamp with time zone,timestamp with time zone),
     timers._apply_gap(timers.timers,timestamp with time zone,text,text,timestamp with time zone),
-    timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone),
+    timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone,jsonb),
+    timers._lost_outcome(jsonb),
+    timers._run_clock(timers.timers,jsonb),
     timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone,timestamp with time zone),
     timers._attempt_outcome(timers.timers,integer,boolean,text,timestamp with time zone,timestamp with time zone),
     timers._attempt_recorded(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,timestamp with time zone,text,boolean,integer,text),
@@ -1027,8 +1118,8 @@ GRANT EXECUTE ON FUNCTION
     timers._announce_failure(timers.timers,text,timestamp with time zone,integer,jsonb,timestamp with time zone,text,boolean,integer,text),
     timers._paused(timers.timers,timestamp with time zone,integer,text,text,integer,text),
     timers._pause(bigint,jsonb),
-    timers._run_due(bigint,timestamp with time zone,text),
-    timers._run_retry(timers.timers,text),
+    timers._run_due(bigint,timestamp with time zone,text,jsonb),
+    timers._run_retry(timers.timers,text,jsonb),
     timers._give_up_retry(timers.timers,text,text),
     timers._apply_gaps(text,text,timestamp with time zone),
     timers._server_clock_jumped(timestamp with time zone,timestamp with time zone,text),

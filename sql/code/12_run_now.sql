@@ -55,8 +55,10 @@ CREATE OR REPLACE FUNCTION timers._run_answer(p_request bigint) RETURNS jsonb
 
 -- The runner's side of a run-now: run the timer's SQL now, in the caller's
 -- transaction, whatever its schedule (also when it is off). Does not move
--- next_due_at or last_due_at; counts in runs and failures, not in max_runs.
-CREATE OR REPLACE FUNCTION timers._run_request(p_request bigint, p_runner text) RETURNS jsonb
+-- next_due_at or last_due_at; counts in runs and failures, not in max_runs. p_lost: the
+-- run ended its session before (timers._run_lost): answered as that failure.
+CREATE OR REPLACE FUNCTION timers._run_request(p_request bigint, p_runner text, p_lost jsonb DEFAULT NULL)
+    RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -83,7 +85,7 @@ BEGIN
             'error', 'the timer was deleted before it could run', 'took_ms', 0, 'rows', 0);
     ELSE
         v_now := coalesce(timers._now(t.test_clock), now());
-        r := timers._execute(t, v_now, v_now, 1, v_now);
+        r := timers._execute(t, v_now, v_now, 1, v_now, p_lost);
         v_ok := (r->>'ok')::boolean;
         IF NOT v_ok THEN
             PERFORM timers._event('failed', t.name, NULL, 1, r->>'error', r->>'sqlstate',
@@ -174,7 +176,7 @@ $$;
 REVOKE ALL ON FUNCTION
     timers._run_ask(name,text),
     timers._run_answer(bigint),
-    timers._run_request(bigint,text),
+    timers._run_request(bigint,text,jsonb),
     timers._run_wait(bigint,text,timestamp with time zone)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 REVOKE ALL ON PROCEDURE
@@ -186,7 +188,7 @@ GRANT EXECUTE ON FUNCTION
     timers._run_wait(bigint,text,timestamp with time zone)
     TO pgtimers_admin;
 GRANT EXECUTE ON FUNCTION
-    timers._run_request(bigint,text)
+    timers._run_request(bigint,text,jsonb)
     TO pgtimers_runner;
 GRANT EXECUTE ON PROCEDURE
     timers.run(text,jsonb)

@@ -727,7 +727,8 @@ END
 $$;
 
 -- The same for a keyed timer.
-CREATE OR REPLACE FUNCTION timers._keyed_execute(k timers.keyed_timers) RETURNS jsonb
+CREATE OR REPLACE FUNCTION timers._keyed_execute(k timers.keyed_timers, p_lost jsonb DEFAULT NULL)
+    RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -738,8 +739,12 @@ DECLARE
     v_error text := '';
     v_state text := '';
 BEGIN
+    IF p_lost IS NOT NULL THEN
+        RETURN timers._lost_outcome(p_lost);
+    END IF;
     PERFORM set_config('pgtimers.timer', k.key, true);
     PERFORM set_config('pgtimers.due_at', timers._iso(k.owed_at), true);
+    PERFORM set_config('pgtimers.attempt', '1', true);
     PERFORM set_config('application_name', left('pgtimers: ' || k.key, 63), true);
     v_start := clock_timestamp();
     BEGIN
@@ -763,8 +768,10 @@ $$;
 -- timer answers {replayed: true, commit} and does nothing else. Of several
 -- owed rungs of one owner, occurrence and family (the name's first word, e.g.
 -- notice), only the latest runs: the earlier ones are superseded (by
--- catch_up); a `run` rung always runs. NULL: not this caller's to fire.
-CREATE OR REPLACE FUNCTION timers._keyed_fire(p_id bigint, p_owed_at timestamptz, p_runner text)
+-- catch_up); a `run` rung always runs. NULL: not this caller's to fire. p_lost: the
+-- fire ended its session before (timers._run_lost): fired, failed, without running again.
+CREATE OR REPLACE FUNCTION timers._keyed_fire(
+    p_id bigint, p_owed_at timestamptz, p_runner text, p_lost jsonb DEFAULT NULL)
     RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -793,6 +800,9 @@ BEGIN
         RETURN NULL;
     END IF;
     v_now := timers._now(k.test_clock);
+    IF p_lost IS NOT NULL AND k.test_clock IS NULL THEN
+        v_now := least(v_now, (p_lost->>'at')::timestamptz);
+    END IF;
     IF v_now IS NULL OR k.owed_at > v_now THEN
         RETURN NULL;
     END IF;
@@ -824,7 +834,7 @@ BEGIN
         END IF;
     END IF;
 
-    r := timers._keyed_execute(k);
+    r := timers._keyed_execute(k, p_lost);
     v_ok := (r->>'ok')::boolean;
     v_fired_at := CASE WHEN k.test_clock IS NULL THEN (r->>'started_at')::timestamptz ELSE v_now END;
     -- one armed after its day fires at once and is never late
@@ -879,8 +889,8 @@ REVOKE ALL ON FUNCTION
     timers._keyed_repin(name,text,text,text),
     timers.repin(text,text,text),
     timers._keyed_claim(bigint[]),
-    timers._keyed_execute(timers.keyed_timers),
-    timers._keyed_fire(bigint,timestamp with time zone,text)
+    timers._keyed_execute(timers.keyed_timers,jsonb),
+    timers._keyed_fire(bigint,timestamp with time zone,text,jsonb)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._keyed_kinds(),
@@ -906,8 +916,8 @@ GRANT EXECUTE ON FUNCTION
 GRANT EXECUTE ON FUNCTION
     timers._keyed_event(timers.keyed_timers,text,text,name,jsonb),
     timers._keyed_claim(bigint[]),
-    timers._keyed_execute(timers.keyed_timers),
-    timers._keyed_fire(bigint,timestamp with time zone,text)
+    timers._keyed_execute(timers.keyed_timers,jsonb),
+    timers._keyed_fire(bigint,timestamp with time zone,text,jsonb)
     TO pgtimers_runner;
 REVOKE ALL ON timers.keyed FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT SELECT ON timers.keyed TO pgtimers_reader, pgtimers_runner;

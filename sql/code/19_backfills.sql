@@ -221,8 +221,10 @@ $$;
 -- Run backfill p_id's next due time, in the caller's transaction: the timer's SQL with
 -- pgtimers.due_at = that due time, its timers.runs row (kind backfill), and the
 -- backfill's count and next due time, which commit together, so each due time runs
--- once. NULL when it is not this caller's to run.
-CREATE OR REPLACE FUNCTION timers._run_backfill(p_id bigint, p_runner text) RETURNS jsonb
+-- once. NULL when it is not this caller's to run. p_lost: the run ended its session
+-- before (timers._run_lost): that due time counts as failed.
+CREATE OR REPLACE FUNCTION timers._run_backfill(p_id bigint, p_runner text, p_lost jsonb DEFAULT NULL)
+    RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -246,7 +248,8 @@ BEGIN
     END IF;
     -- not late: it runs when asked, so lateness counts from its start
     v_due := b.next_at;
-    r := timers._execute(t, v_due, timers._now(t.test_clock), 1, clock_timestamp());
+    r := timers._execute(t, v_due, timers._now(t.test_clock), 1,
+                         coalesce((p_lost->>'at')::timestamptz, clock_timestamp()), p_lost);
     v_ok := (r->>'ok')::boolean;
     v_next := timers._next_due(t.spec, v_due, t.zone, t.start_at);
     v_done := v_next IS NULL OR v_next >= b.to_at;
@@ -292,7 +295,7 @@ REVOKE ALL ON FUNCTION
     timers._backfill_ended(timers.backfill_jobs),
     timers._end_backfills(bigint,text),
     timers._claim_backfill(bigint[]),
-    timers._run_backfill(bigint,text)
+    timers._run_backfill(bigint,text,jsonb)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers.backfill(text,timestamp with time zone,timestamp with time zone),
@@ -304,7 +307,7 @@ GRANT EXECUTE ON FUNCTION
     TO pgtimers_admin;
 GRANT EXECUTE ON FUNCTION
     timers._claim_backfill(bigint[]),
-    timers._run_backfill(bigint,text),
+    timers._run_backfill(bigint,text,jsonb),
     timers._backfill_ended(timers.backfill_jobs)
     TO pgtimers_runner;
 REVOKE ALL ON timers.backfills FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;

@@ -21,9 +21,11 @@ else, with their rights:
   that owner;
 * a session-level advisory lock stays held.
 
-The worker resets its session after each run (pgtimers/runner/queries.sql reset_session:
-RESET ALL; DISCARD TEMP), which closes the settings and temporary-table cases;
-the tests model that reset, so they follow whatever the worker does.
+Each fire's transaction puts the runner's session back before its COMMIT
+(timers._session_reset: RESET ALL, the runner's own settings again, DISCARD TEMP,
+UNLISTEN), which closes the settings and temporary-table cases; the tests model that
+reset with the settings the worker reads when it connects (queries.sql session_settings),
+so they follow whatever the worker does.
 
 pg_cron sidesteps most of this by opening a new session for each job run; compare
 citusdata/pg_cron#192 (unqualified operators in privileged code).
@@ -92,33 +94,31 @@ def runner_session(logdb: Database) -> Iterator[psycopg.Connection]:
     conn.close()
 
 
-def _reset_session() -> str | None:
-    """What the runner's worker runs on its connection after each run, if it does."""
-    try:
-        return query("reset_session")
-    except KeyError:
-        return None
+def _session_settings(conn: psycopg.Connection) -> tuple[Any, Any]:
+    """The session's own settings, as the worker reads them when it connects."""
+    row = conn.execute(query("session_settings")).fetchone()
+    conn.commit()
+    assert row is not None
+    return row[0] or [], row[1] or []
 
 
 def _run(conn: psycopg.Connection, owner: str, sql: str) -> bool:
-    """One run, as the runner's worker does it: the SQL as its owner, COMMIT, then the
-    worker's session reset. Only SQL that timers.save accepts gets this far: SQL refused
-    at save never runs (returns False)."""
+    """One run, as the runner's worker does it: the SQL as its owner, the session put back
+    (timers._session_reset), COMMIT. Only SQL that timers.save accepts gets this far: SQL
+    refused at save never runs (returns False)."""
     try:
         conn.execute("SELECT timers._check_sql(%s)", [sql])
     except psycopg.Error:
         conn.rollback()
         return False
     conn.commit()
+    names, values = _session_settings(conn)
     try:
         conn.execute("SELECT timers._exec_as(%s, %s)", [owner, sql])
     except psycopg.Error:
         conn.rollback()
     else:
-        conn.commit()
-    reset = _reset_session()
-    if reset:
-        conn.execute(reset)
+        conn.execute("SELECT timers._session_reset(%s, %s)", [names, values])
         conn.commit()
     return True
 
@@ -218,7 +218,8 @@ def test_the_runners_queries_never_use_an_owners_operator(
     runner_session.commit()
     runner_session.autocommit = True  # as the runner: a CALL that commits after each fire
     psycopg.RawCursor(runner_session).execute(
-        query("fire_many"), ["t", [], [], False, 600000, 100, 50]
+        query("fire_many"),
+        ["t", [], [], False, 600000, 100, 50, "mark", *_session_settings(runner_session)],
     )
     assert _who_ran(logdb) in ([], [ALICE])
 
