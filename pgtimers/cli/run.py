@@ -209,8 +209,9 @@ async def _run(
     if http:
         from pgtimers.http.server import start_http
 
-        # --all-databases: the databases found so far; else the --dsn list (first = default)
-        databases = (lambda: list(runner.serving)) if options.all_databases else options.dsns
+        # the databases served now whose pgtimers the runner trusts (--all-databases: those
+        # found so far; else of the --dsn list, whose first is the default)
+        databases = runner.trusted_dsns
         try:
             server = await start_http(http, databases, http_settings)
         except HttpConfigError as exc:

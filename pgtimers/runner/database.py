@@ -47,6 +47,25 @@ class NotInstalled(Exception):
     """The database has no pgtimers schema (or one without the runner's functions)."""
 
 
+class Untrusted(Exception):
+    """pgtimers in the database belongs to a role the runner's login must not run code of
+    (queries.sql `trust`): the runner calls nothing there."""
+
+    def __init__(self, what: str, owner: str, login: str, login_super: bool) -> None:
+        self.owner = owner
+        rule = (
+            "a runner that logs in as a superuser runs only code a superuser owns"
+            if login_super
+            else "a runner runs only code of a superuser, of its own login, or of a role"
+            " that can act as its login"
+        )
+        super().__init__(
+            f'{what} belongs to role "{owner}", and the runner logs in as "{login}": {rule}.'
+            f" Install pgtimers there as a trusted role, or serve it with a runner whose"
+            f' login "{owner}" can act as (docs/security.md, what a runner trusts)'
+        )
+
+
 class DatabaseRunner(WorkerPool, Parking):
     """Runs the due timers of one database until `stopping` is set."""
 
@@ -72,6 +91,8 @@ class DatabaseRunner(WorkerPool, Parking):
         self.progress = time.monotonic()  # last sign of life, for the watchdog
         self.gone = False  # left for good (--all-databases: the schema is gone)
         self.waiting_for_schema = False  # reachable, but pgtimers is not installed
+        self.trusted = False  # the last trust check of its pgtimers passed
+        self._refusal = ""  # the last refusal said (said once while it holds)
         self._served_at: float | None = None  # when the control session last began serving
         self.parked = False  # the control session parked (and is not back yet)
         self._back_at = 0.0  # parked: when to come back (time.monotonic())
@@ -135,6 +156,20 @@ class DatabaseRunner(WorkerPool, Parking):
                     database=self.database,
                     hint="run: pgtimers install --dsn <this database>",
                 )
+                self.waiting_for_schema = True
+                wait = NOT_INSTALLED_RETRY
+            except Untrusted as exc:
+                self.trusted = False
+                if str(exc) != self._refusal:
+                    self._refusal = str(exc)
+                    log.event(
+                        logging.ERROR,
+                        "database_untrusted",
+                        database=self.database,
+                        owner=exc.owner,
+                        error=str(exc),
+                        retry_in=f"{NOT_INSTALLED_RETRY:g}s",
+                    )
                 self.waiting_for_schema = True
                 wait = NOT_INSTALLED_RETRY
             except Exception as exc:  # every failure is logged and tried again
@@ -205,6 +240,12 @@ class DatabaseRunner(WorkerPool, Parking):
             self.database = await control.fetchval("SELECT current_database()")
             if not await control.fetchval(query("schema_installed")):
                 raise NotInstalled
+            # before anything of the database runs: whose code would it be (docs/security.md)
+            untrusted = await control.fetchrow(query("trust"))
+            if untrusted is not None:
+                raise Untrusted(*untrusted)
+            self.trusted = True
+            self._refusal = ""
             if not self._checked:
                 # the check opens a second connection for a moment: it takes a slot
                 async with self.s.budget.slot(self.s.dsn, self._stops(), self._alive) as got:

@@ -49,6 +49,48 @@ SELECT db_now, wake_at, next_at FROM timers._next_wake()
 SELECT pg_catalog.to_regclass('timers.timers') IS NOT NULL
    AND pg_catalog.to_regprocedure('timers._run_lost(text,bigint,timestamptz,text,jsonb)') IS NOT NULL
 
+-- name: trust
+-- The first object the runner would run code of, or have its code run on, in this
+-- database that belongs to a role it must not trust (no row: all are trusted): schema
+-- timers, every routine and relation in it, and the functions of triggers on its
+-- tables. A role is trusted when running its code as the runner's login gives it
+-- nothing it could not take already: a superuser; for a login that is not a superuser,
+-- also the login itself and a role that can act as the login (a member of it, which on
+-- PostgreSQL 16 includes one with the ADMIN option on it, or on 15 a role with
+-- CREATEROLE, which can grant itself any role that is not a superuser). The session's
+-- search_path is pg_catalog, pg_temp (connect.sql), so nothing here is looked up
+-- elsewhere.
+WITH login AS (
+    SELECT r.oid, r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = session_user
+), owned (what, owner) AS (
+    SELECT 'schema timers', n.nspowner FROM pg_catalog.pg_namespace n WHERE n.nspname = 'timers'
+    UNION ALL
+    SELECT 'routine ' || p.oid::pg_catalog.regprocedure::text, p.proowner
+      FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+     WHERE n.nspname = 'timers'
+    UNION ALL
+    SELECT 'relation ' || c.oid::pg_catalog.regclass::text, c.relowner
+      FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = 'timers'
+    UNION ALL
+    SELECT 'trigger function ' || p.oid::pg_catalog.regprocedure::text, p.proowner
+      FROM pg_catalog.pg_trigger t
+      JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
+      JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
+     WHERE n.nspname = 'timers'
+)
+SELECT o.what, r.rolname::text AS owner, session_user::text AS login, l.rolsuper AS login_super
+  FROM owned o JOIN pg_catalog.pg_roles r ON r.oid = o.owner CROSS JOIN login l
+ WHERE NOT (r.rolsuper
+            OR (NOT l.rolsuper
+                AND (r.oid = l.oid
+                     OR pg_catalog.pg_has_role(r.oid, l.oid, 'MEMBER')
+                     OR (r.rolcreaterole
+                         AND pg_catalog.current_setting('server_version_num')::int < 160000))))
+ ORDER BY o.what
+ LIMIT 1
+
 -- name: in_recovery
 SELECT pg_is_in_recovery()
 

@@ -68,6 +68,12 @@ class Runner:
         """Stop claiming; running runs finish, then run() returns."""
         self.stopping.set()
 
+    def trusted_dsns(self) -> list[str]:
+        """The DSNs of the databases whose pgtimers passed the trust check (database.py),
+        in the order served: what the HTTP API may call into."""
+        order = self.options.dsns if not self.options.all_databases else list(self.serving)
+        return [dsn for dsn in order if dsn in self.serving and self.serving[dsn].trusted]
+
     def install_signal_handlers(self) -> None:
         """SIGTERM or SIGINT: stop claiming; a second one cuts running runs off."""
         loop = asyncio.get_running_loop()
