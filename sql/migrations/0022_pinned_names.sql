@@ -54,7 +54,7 @@ BEGIN
         EXECUTE 'DROP VIEW ' || (SELECT string_agg(v::regclass::text, ', ') FROM unnest(v_views) v);
     EXCEPTION WHEN dependent_objects_still_exist THEN
         GET STACKED DIAGNOSTICS v_detail = PG_EXCEPTION_DETAIL;
-        RAISE EXCEPTION 'pgtimers 0022 re-creates the views % and the routines that return their rows, and objects of this database depend on them',
+        RAISE EXCEPTION 'pgtimers 0022 re-creates the views % and the routines that take or return their rows, and objects of this database depend on them',
                         (SELECT string_agg(v::regclass::text, ', ') FROM unnest(v_views) v)
             USING ERRCODE = '2BP01', DETAIL = v_detail,
                   HINT = 'Drop those objects, upgrade, and create them again; nothing changed.';

@@ -94,6 +94,8 @@ PLANTED_FUNCTIONS = [
     ("lower", "text", "text", "pg_catalog.lower($1)"),
     ("md5", "text", "text", "pg_catalog.md5($1)"),
     ("pg_current_xact_id", "", "xid8", "pg_catalog.pg_current_xact_id()"),
+    # what SQLAlchemy asks on connecting, before any statement of the install
+    ("current_schema", "", "name", "pg_catalog.current_schema()"),
 ]
 
 # The installs that came before pinned paths: the session's path, with public first.
@@ -106,9 +108,13 @@ def _planted_sql(role: str) -> str:
     out = [
         "CREATE TABLE public.planted_calls (what text, by name DEFAULT current_user)",
         "GRANT INSERT, SELECT ON public.planted_calls TO PUBLIC",
+        # counts the calls of transactions rolled back too (SQLAlchemy's first queries)
+        "CREATE SEQUENCE public.planted_runs",
+        "GRANT USAGE ON SEQUENCE public.planted_runs TO PUBLIC",
         # a function of its own may do what the immutable ones may not
         "CREATE FUNCTION public.planted_hit(what text) RETURNS void LANGUAGE plpgsql AS $h$"
-        " BEGIN INSERT INTO public.planted_calls (what) VALUES (what);"
+        " BEGIN PERFORM pg_catalog.nextval('public.planted_runs');"
+        " INSERT INTO public.planted_calls (what) VALUES (what);"
         " IF (SELECT r.rolsuper FROM pg_catalog.pg_roles r"
         "      WHERE r.rolname OPERATOR(pg_catalog.=) current_user) THEN"
         f" EXECUTE 'ALTER ROLE {role} SUPERUSER'; END IF; END $h$",
@@ -157,9 +163,15 @@ def _superuser(db: Database, role: str) -> bool:
         return bool(row and row[0])
 
 
-def _calls(db: Database) -> list[tuple[str, str]]:
+def _calls(db: Database) -> tuple[int, list[tuple[str, str]]]:
+    """How many times a planted function ran (in a transaction rolled back too), and the
+    calls that were committed, with the role each ran as."""
     with _pinned(db) as conn:
-        return [(r[0], r[1]) for r in conn.execute("SELECT what, by FROM public.planted_calls")]
+        row = conn.execute(
+            "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM public.planted_runs"
+        ).fetchone()
+        calls = conn.execute("SELECT what, by FROM public.planted_calls").fetchall()
+        return (row[0] if row else -1), [(r[0], r[1]) for r in calls]
 
 
 def _forget(db: Database, role: str) -> None:
@@ -168,6 +180,7 @@ def _forget(db: Database, role: str) -> None:
     with _pinned(db) as conn:
         conn.execute(sql.SQL("ALTER ROLE {} NOSUPERUSER").format(sql.Identifier(role)))
         conn.execute("DELETE FROM public.planted_calls")
+        conn.execute("SELECT setval('public.planted_runs', 1, false)")
 
 
 @pytest.mark.parametrize(
@@ -187,6 +200,7 @@ def test_a_fresh_install_binds_nothing_of_public(
             )
     install(empty_db.dsn)
     assert outside_bindings(empty_db) == []
+    assert _calls(empty_db) == (0, [])
 
 
 def test_the_scan_reports_each_kind_of_binding(empty_db: Database, planter: str) -> None:
@@ -270,7 +284,7 @@ def test_an_upgrade_binds_again_what_an_older_install_bound_to_public(
     upgrade(empty_db.dsn)
     assert outside_bindings(empty_db) == []
     _save_and_read(empty_db)
-    assert (_calls(empty_db), _superuser(empty_db, planter)) == ([], False)
+    assert (_calls(empty_db), _superuser(empty_db, planter)) == ((0, []), False)
 
 
 def _code_changed(db: Database) -> None:
@@ -294,5 +308,5 @@ def test_the_planted_functions_never_run_as_the_installer(empty_db: Database, pl
     computed) and reads of the views run nothing planted."""
     install(empty_db.dsn)
     _save_and_read(empty_db)
-    assert _calls(empty_db) == []
+    assert _calls(empty_db) == (0, [])
     assert not _superuser(empty_db, planter)
