@@ -146,19 +146,19 @@ def planter(empty_db: Database) -> Iterator[str]:
         yield role
 
 
-def _pinned(db: Database) -> psycopg.Connection:
+def _judge(db: Database) -> psycopg.Connection:
     """The judge's superuser connection: it looks things up in pg_catalog only."""
     return psycopg.connect(db.dsn, autocommit=True, options="-c search_path=pg_catalog")
 
 
 def outside_bindings(db: Database) -> list[tuple[str, str]]:
     """(object of pgtimers, the object of another schema it references), one per pair."""
-    with _pinned(db) as conn:
+    with _judge(db) as conn:
         return [(r[0], r[1]) for r in conn.execute(OUTSIDE_BINDINGS, {"s": SCHEMAS})]
 
 
 def _superuser(db: Database, role: str) -> bool:
-    with _pinned(db) as conn:
+    with _judge(db) as conn:
         row = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = %s", [role]).fetchone()
         return bool(row and row[0])
 
@@ -166,7 +166,7 @@ def _superuser(db: Database, role: str) -> bool:
 def _calls(db: Database) -> tuple[int, list[tuple[str, str]]]:
     """How many times a planted function ran (in a transaction rolled back too), and the
     calls that were committed, with the role each ran as."""
-    with _pinned(db) as conn:
+    with _judge(db) as conn:
         row = conn.execute(
             "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM public.planted_runs"
         ).fetchone()
@@ -177,7 +177,7 @@ def _calls(db: Database) -> tuple[int, list[tuple[str, str]]]:
 def _forget(db: Database, role: str) -> None:
     """After an install made the way it was before the fix: the role back to what it was,
     and its calls forgotten."""
-    with _pinned(db) as conn:
+    with _judge(db) as conn:
         conn.execute(sql.SQL("ALTER ROLE {} NOSUPERUSER").format(sql.Identifier(role)))
         conn.execute("DELETE FROM public.planted_calls")
         conn.execute("SELECT setval('public.planted_runs', 1, false)")
@@ -289,7 +289,7 @@ def test_an_upgrade_binds_again_what_an_older_install_bound_to_public(
 
 def _code_changed(db: Database) -> None:
     """As if the code applied last were another version's: the next upgrade applies it."""
-    with _pinned(db) as conn:
+    with _judge(db) as conn:
         conn.execute("UPDATE timers.installed_code SET checksum = 'older'")
 
 
@@ -310,3 +310,4 @@ def test_the_planted_functions_never_run_as_the_installer(empty_db: Database, pl
     _save_and_read(empty_db)
     assert _calls(empty_db) == (0, [])
     assert not _superuser(empty_db, planter)
+    assert outside_bindings(empty_db) == []  # the superuser's executor, made by the save
