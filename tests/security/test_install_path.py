@@ -18,6 +18,8 @@ another schema than pg_catalog, timers and timers_exec; it must be empty.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import psycopg
@@ -311,3 +313,31 @@ def test_the_planted_functions_never_run_as_the_installer(empty_db: Database, pl
     assert _calls(empty_db) == (0, [])
     assert not _superuser(empty_db, planter)
     assert outside_bindings(empty_db) == []  # the superuser's executor, made by the save
+
+
+def test_uninstall_runs_nothing_planted(empty_db: Database, planter: str) -> None:
+    """pgtimers uninstall reads what it drops as the installing role: max(version_num) of
+    a varchar column, which pg_catalog's max(text) takes only through a cast, would run a
+    planted max(varchar) on a session's own path."""
+    install(empty_db.dsn)
+    with empty_db.connect() as su:
+        su.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(planter)))
+        su.execute(
+            "CREATE FUNCTION public.planted_max(varchar, varchar) RETURNS varchar"
+            " LANGUAGE plpgsql AS $m$ BEGIN PERFORM public.planted_hit('max(varchar)');"
+            " RETURN GREATEST($1, $2); END $m$"
+        )
+        su.execute(
+            "CREATE AGGREGATE public.max(varchar) (SFUNC = public.planted_max, STYPE = varchar)"
+        )
+    uninstall = ["uninstall", "--dsn", empty_db.dsn, "--yes", "--keep-roles"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pgtimers", *uninstall],
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "dropped schema timers" in done.stdout
+    assert (_calls(empty_db), _superuser(empty_db, planter)) == ((0, []), False)
