@@ -14,7 +14,13 @@ from alembic import context
 from sqlalchemy import text
 
 from pgtimers.schema import uninstall
-from pgtimers.schema.install import INSTALL_LOCK_KEY, VERSION_SCHEMA, VERSION_TABLE, engine_for
+from pgtimers.schema.install import (
+    INSTALL_LOCK_KEY,
+    PINNED_SEARCH_PATH,
+    VERSION_SCHEMA,
+    VERSION_TABLE,
+    engine_for,
+)
 from pgtimers.schema.paths import sql_dir
 
 config = context.config
@@ -47,15 +53,16 @@ def code_checksum(files: list[Path]) -> str:
     return digest.hexdigest()
 
 
-def _apply_code(connection: Any, revision: str) -> str | None:
-    """Apply every code file unless the code applied last has the same checksum; the
-    checksum applied, or None when nothing changed."""
+def _apply_code(connection: Any, revision: str, migrated: bool) -> str | None:
+    """Apply every code file unless the code applied last has the same checksum and no
+    revision was applied now (one may drop views and routines for the code to re-create:
+    0022); the checksum applied, or None when nothing changed."""
     files = code_files()
     checksum = code_checksum(files)
     last = connection.execute(
         text("SELECT checksum FROM timers.installed_code ORDER BY id DESC LIMIT 1")
     ).scalar()
-    if last == checksum:
+    if last == checksum and not migrated:
         return None
     driver = connection.connection.driver_connection
     for path in files:
@@ -108,10 +115,17 @@ def run_migrations_online() -> None:
         (applied if step.is_upgrade else downgraded).extend(step.up_revision_ids)
 
     with engine.connect() as connection:
+        # Before anything is resolved: what the migrations and the code create binds to the
+        # functions and operators found now (pinned at connecting too; this states it).
+        connection.execute(
+            text("SELECT pg_catalog.set_config('search_path', :p, true)"), {"p": PINNED_SEARCH_PATH}
+        )
         # Another install waits for this one; one that does not come within a minute is
         # held up by someone else's lock: say so rather than wait forever.
         connection.execute(text("SET LOCAL lock_timeout = '60s'"))
-        connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": INSTALL_LOCK_KEY})
+        connection.execute(
+            text("SELECT pg_catalog.pg_advisory_xact_lock(:k)"), {"k": INSTALL_LOCK_KEY}
+        )
         connection.execute(text("SET LOCAL lock_timeout = 0"))
         connection.execute(text("CREATE SCHEMA IF NOT EXISTS timers"))
         context.configure(
@@ -127,7 +141,7 @@ def run_migrations_online() -> None:
                 text("SELECT version_num FROM timers.alembic_version")
             ).scalar()
             # The code needs every table of the head; an intermediate revision is tables only.
-            code = _apply_code(connection, current) if current == _head() else None
+            code = _apply_code(connection, current, bool(applied)) if current == _head() else None
             if code is not None:
                 log.info("Applied the code of revision %s (sha256 %s)", current, code[:12])
             if downgraded and current is None:

@@ -11,7 +11,7 @@ SCHEMAS = ("timers", "timers_exec")
 _QUERIES = {
     "columns": """
         SELECT table_schema, table_name, column_name, data_type, is_nullable,
-               column_default, is_identity
+               column_default, is_identity, generation_expression
           FROM information_schema.columns WHERE table_schema = ANY(%(s)s)
          ORDER BY 1, 2, column_name""",
     "indexes": """
@@ -61,8 +61,10 @@ _QUERIES = {
 
 
 def snapshot(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Every pgtimers catalog entry of the database, as sorted rows per kind."""
-    with psycopg.connect(dsn) as conn:
+    """Every pgtimers catalog entry of the database, as sorted rows per kind. Read with an
+    empty search path: an expression bound to a function or operator outside pg_catalog
+    shows its schema."""
+    with psycopg.connect(dsn, options="-c search_path=") as conn:
         return {
             kind: conn.execute(query, {"s": list(SCHEMAS)}).fetchall()
             for kind, query in _QUERIES.items()

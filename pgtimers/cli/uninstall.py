@@ -12,6 +12,7 @@ import psycopg
 from pgtimers.cli import dsn
 from pgtimers.cli.commands import Subparsers, add_command
 from pgtimers.cli.exit_codes import ExitCode
+from pgtimers.schema.install import pinned
 from pgtimers.schema.uninstall import LOCK_TIMEOUT, ROLES, drop, plan
 
 HELP = "drop pgtimers from a database: its schemas, and its roles once no database uses them"
@@ -86,7 +87,8 @@ def _refused(reasons: list[str]) -> int:
 def cmd_uninstall(args: argparse.Namespace) -> int:
     """Show what goes, ask, drop it in one transaction, print what was dropped."""
     target = _database(args.dsn)
-    with psycopg.connect(target) as conn:
+    # pinned search path: what it runs as the installing role resolves in pg_catalog only
+    with psycopg.connect(pinned(target)) as conn:
         planned = plan(conn, target, args.keep_roles)
         conn.rollback()
         refused = planned.refusals(args.force, args.cascade)

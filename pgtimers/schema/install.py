@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pgtimers.schema.paths import migrations_dir
 
@@ -16,6 +18,13 @@ VERSION_TABLE = "alembic_version"
 VERSION_SCHEMA = "timers"
 # Serialises concurrent installs into one database (any int8 constant unique to us).
 INSTALL_LOCK_KEY = 7_455_331_210_001
+# The search path of every session that installs, upgrades or uninstalls pgtimers. What
+# PostgreSQL resolves while it creates a view, a default, a constraint or an index is
+# stored with it for good: a function or operator found in a schema others can write (an
+# exact match in public wins over pg_catalog's cast-needing one) would run later as
+# whoever reads or writes that object. Only pg_catalog is searched (pg_temp last, where
+# it is never searched for functions and operators); our own objects are named in full.
+PINNED_SEARCH_PATH = "pg_catalog, pg_temp"
 
 
 def alembic_config(dsn: str | None = None) -> Config:
@@ -31,12 +40,22 @@ def alembic_config(dsn: str | None = None) -> Config:
     return cfg
 
 
+def pinned(dsn: str) -> str:
+    """The DSN with the session's search path pinned from its start (the `options` of the
+    DSN, else of PGOPTIONS, kept): it wins over a path set for the role or the database."""
+    options = conninfo_to_dict(dsn).get("options") or os.environ.get("PGOPTIONS", "")
+    path = PINNED_SEARCH_PATH.replace(" ", "")
+    return make_conninfo(dsn, options=f"{options} -c search_path={path}".strip())
+
+
 def engine_for(dsn: str) -> Any:
-    """A SQLAlchemy engine that connects through psycopg with the DSN as given."""
+    """A SQLAlchemy engine that connects through psycopg with the DSN as given, its
+    search path pinned (what SQLAlchemy asks on connecting included)."""
     from sqlalchemy import create_engine, pool
 
+    target = pinned(dsn)
     return create_engine(
-        "postgresql+psycopg://", creator=lambda: psycopg.connect(dsn), poolclass=pool.NullPool
+        "postgresql+psycopg://", creator=lambda: psycopg.connect(target), poolclass=pool.NullPool
     )
 
 
@@ -78,8 +97,10 @@ def install(dsn: str, revision: str = "head") -> str | None:
 
 def current_revision(dsn: str) -> str | None:
     """The pgtimers revision installed in the database, or None when there is none."""
-    with psycopg.connect(dsn) as conn:
-        found = conn.execute("SELECT to_regclass('timers.alembic_version') IS NOT NULL").fetchone()
+    with psycopg.connect(pinned(dsn)) as conn:
+        found = conn.execute(
+            "SELECT pg_catalog.to_regclass('timers.alembic_version') IS NOT NULL"
+        ).fetchone()
         if not found or not found[0]:
             return None
         row = conn.execute("SELECT version_num FROM timers.alembic_version").fetchone()

@@ -14,7 +14,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from pgtimers.queries import beside
-from pgtimers.schema.install import INSTALL_LOCK_KEY
+from pgtimers.schema.install import INSTALL_LOCK_KEY, pinned
 
 SCHEMAS = ("timers", "timers_exec")
 ROLES = ("pgtimers_admin", "pgtimers_reader", "pgtimers_runner")
@@ -74,7 +74,7 @@ def _check(dsn: str, name: str, allows: bool, granting: set[str]) -> OtherDataba
             name, False, "allows no connections; pgtimers' roles hold no rights in it"
         )
     try:
-        with psycopg.connect(make_conninfo(dsn, dbname=name, connect_timeout=10)) as conn:
+        with psycopg.connect(pinned(make_conninfo(dsn, dbname=name, connect_timeout=10))) as conn:
             row = conn.execute(_q("has_schema"), {"schemas": list(SCHEMAS)}).fetchone()
     except psycopg.Error as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]

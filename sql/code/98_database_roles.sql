@@ -136,6 +136,13 @@ BEGIN
         END IF;
         v_moved := v_moved + timers._move_rights(v_now[i], v_new[i]);
     END LOOP;
+    -- Before 16, CREATEROLE may grant any role that is not a superuser: another tenant's
+    -- owner can make itself a member of these roles.
+    IF p_enabled AND current_setting('server_version_num')::int < 160000 THEN
+        RAISE WARNING 'before PostgreSQL 16, any role with CREATEROLE can grant itself %, % or %, and with them the timers of database %',
+                      v_new[1], v_new[2], v_new[3], current_database()
+            USING HINT = 'Upgrade to PostgreSQL 16 or later (CREATEROLE then grants only the roles it has the ADMIN option on), or give the roles of other tenants no CREATEROLE.';
+    END IF;
     PERFORM timers._audit(session_user, 'use_database_roles', current_database(), jsonb_build_object(
         'enabled', p_enabled, 'reader', v_new[1], 'admin', v_new[2], 'runner', v_new[3], 'was', v_now,
         'rights_moved', v_moved));

@@ -20,7 +20,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 import pgtimers.alembic
-from pgtimers.schema.install import current_revision, engine_for
+from pgtimers.schema.install import current_revision
 from tests.conftest import HEAD_REVISION, PREVIOUS_REVISION, Database
 
 if sys.version_info >= (3, 11):
@@ -51,7 +51,10 @@ def app_db(db: Database) -> Database:
 
 def _diffs(db: Database, metadata: sa.MetaData, **opts: Any) -> list[tuple[Any, ...]]:
     """What autogenerate would do, as flat (operation, object, ...) tuples."""
-    engine = engine_for(db.dsn)
+    # the application's engine: its session's own search path (pgtimers' install pins its)
+    engine = sa.create_engine(
+        "postgresql+psycopg://", creator=lambda: psycopg.connect(db.dsn), poolclass=sa.pool.NullPool
+    )
     with engine.connect() as connection:
         context = MigrationContext.configure(connection, opts={"include_schemas": True, **opts})
         found = compare_metadata(context, metadata)

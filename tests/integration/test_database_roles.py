@@ -227,6 +227,34 @@ def test_back_to_the_clusters_roles_and_again(tenants: tuple[Tenant, Tenant]) ->
         admin.execute("SELECT timers.save('b1', 'daily 03:00', 'SELECT 1')")
 
 
+def test_postgresql_15_warns_that_createrole_reaches_the_roles(
+    tenants: tuple[Tenant, Tenant],
+) -> None:
+    """Before PostgreSQL 16 a role with CREATEROLE may grant itself any role that is no
+    superuser, another tenant's pgtimers roles too: the call says so there, and only there."""
+    a, b = tenants
+    seen: list[tuple[str | None, str, str]] = []  # (severity, message, hint), read at once
+    with b.connect(b.owner) as owner:
+        owner.add_notice_handler(
+            lambda d: seen.append(
+                (d.severity_nonlocalized, d.message_primary or "", d.message_hint or "")
+            )
+        )
+        owner.execute("SELECT timers.use_database_roles()")
+        old = owner.info.server_version < 160000
+    warned = [(message, hint) for severity, message, hint in seen if severity == "WARNING"]
+    if not old:
+        assert warned == []
+        return
+    assert len(warned) == 1
+    assert b.roles["admin"] in warned[0][0] and "CREATEROLE" in warned[0][0]
+    assert "PostgreSQL 16 or later" in warned[0][1]
+    # what it warns of: the other tenant's owner takes this database's admin role
+    with a.connect(a.owner) as other:
+        other.execute(sql.SQL("GRANT {} TO {}").format(_id(b.roles["admin"]), _id(a.owner)))
+        other.execute(sql.SQL("REVOKE {} FROM {}").format(_id(b.roles["admin"]), _id(a.owner)))
+
+
 def test_uninstall_drops_the_databases_own_roles(tenants: tuple[Tenant, Tenant]) -> None:
     _, b = tenants
     done = subprocess.run(

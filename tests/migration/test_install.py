@@ -17,7 +17,7 @@ from alembic.script import ScriptDirectory
 
 from pgtimers.schema.install import alembic_config, current_revision, install, upgrade
 from tests.catalog import snapshot
-from tests.conftest import Database
+from tests.conftest import HEAD_REVISION, PREVIOUS_REVISION, Database, scalar
 from tests.sqltext import statements
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -193,6 +193,21 @@ def test_a_0013_databases_timers_survive_the_upgrade_and_work(empty_db: Database
         )
 
 
+def test_a_view_of_yours_on_timers_status_stops_0022(db: Database) -> None:
+    """0022 re-creates the views built on timers.timers.fire_at: one of the user's on them
+    stops it, named, and nothing changes."""
+    with db.connect() as conn:
+        conn.execute("CREATE VIEW public.mine AS SELECT name FROM timers.status")
+        conn.execute("SET search_path = pg_catalog, pg_temp")  # as the install runs it
+        with pytest.raises(psycopg.errors.DependentObjectsStillExist) as refused:
+            conn.execute((MIGRATIONS / "0022_pinned_names.sql").read_text())
+        assert scalar(conn, "SELECT to_regclass('timers.status')::text") == "timers.status"
+    assert "view public.mine depends on view timers.status" in str(
+        refused.value.diag.message_detail
+    )
+    assert "create them again" in str(refused.value.diag.message_hint)
+
+
 def test_install_is_idempotent_and_says_so(db: Database) -> None:
     before = snapshot(db.dsn)
     again = upgrade(db.dsn)
@@ -208,6 +223,22 @@ def test_a_changed_code_is_applied_again(db: Database) -> None:
     done = upgrade(db.dsn)
     assert done.revisions == [] and done.code is not None
     assert "applied the code" in done.summary()
+
+
+def test_a_revision_applied_applies_the_code_too(db: Database, empty_db: Database) -> None:
+    """A revision may drop what the code defines (0022 drops the views built on fire_at):
+    the code is applied after one even when its checksum is the one recorded last."""
+    command.upgrade(alembic_config(empty_db.dsn), PREVIOUS_REVISION)
+    with db.connect() as conn:
+        checksum = scalar(conn, "SELECT checksum FROM timers.installed_code ORDER BY id DESC")
+    with empty_db.connect() as conn:
+        conn.execute(
+            "INSERT INTO timers.installed_code (checksum, files, revision) VALUES (%s, 0, %s)",
+            [checksum, PREVIOUS_REVISION],
+        )
+    done = upgrade(empty_db.dsn)
+    assert done.revisions == [HEAD_REVISION] and done.code == checksum
+    assert snapshot(empty_db.dsn) == snapshot(db.dsn)
 
 
 def test_install_leaves_the_application_alone(empty_db: Database) -> None:
