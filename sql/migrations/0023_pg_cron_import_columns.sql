@@ -1,4 +1,4 @@
--- pgtimers migration 0022: the pg_cron import shows each job's username and command.
+-- pgtimers migration 0023: the pg_cron import shows each job's username and command.
 --
 -- Versioned: applied once, in order, and frozen once released (docs/design.md).
 
