@@ -21,6 +21,7 @@ from psycopg.abc import Params
 from psycopg.conninfo import make_conninfo
 
 from pgtimers.schema.install import install
+from tests.pg_cron import pg_cron, pg_cron_server  # noqa: F401 (fixtures for every test module)
 
 # Roles the tests use; cluster-wide, so created once and shared by every test database.
 TEST_ROLES = {

@@ -19,13 +19,18 @@ from pgtimers.cli.format import table
 from pgtimers.queries import beside
 
 query = beside(__file__, "pg_cron_import.sql")
-COLUMNS = ("jobid", "jobname", "timer", "schedule", "action", "reason")
+COLUMNS = ("jobid", "jobname", "timer", "schedule", "action", "reason", "username", "command")
+# the table's columns; each job's reason and command follow it in full
+SHOWN = ("jobid", "jobname", "username", "timer", "schedule", "action")
 HELP = "turn pg_cron's jobs into timers (a dry run unless --apply)"
 EPILOG = """\
 Each job of pg_cron's table cron.job becomes a timer: its schedule (a bare cron
 or "N seconds" as pg_cron writes it), its command as the SQL, its username as the
 role the timer runs as, active as on/off, its jobname (else pg_cron_<jobid>) as the
 name. A job that cannot be imported is listed with the reason and left alone.
+The jobs are read only from the table of the extension pg_cron (owned by the
+extension's owner), and a job becomes a timer of its username only when you could
+SET ROLE to it. The dry run lists each job's role and command: read them first.
 
 pg_cron keeps its jobs in one database (its setting cron.database_name). To import
 the jobs that run in another database, install pgtimers there and read the jobs
@@ -55,19 +60,29 @@ def add_parser(sub: Subparsers) -> None:
 
 
 class NoPgCron(LookupError):
-    """The --cron-dsn database has no pg_cron; the message says which."""
+    """The --cron-dsn database has no pg_cron's table; the message says why."""
 
 
 def read_jobs(cron_dsn: str) -> tuple[Any, str | None]:
-    """The cron.job rows (a JSON list) of pg_cron's database and its cron.timezone."""
+    """The cron.job rows (a JSON list) of pg_cron's database and its cron.timezone, read
+    only from pg_cron's own table (as timers.import_pg_cron reads them)."""
     with psycopg.connect(cron_dsn, autocommit=True) as conn:
-        try:
-            row = conn.execute(query("cron_jobs")).fetchone()
-        except psycopg.errors.UndefinedTable:
+        conn.execute(query("pin_path"))
+        found = conn.execute(query("cron_table")).fetchone()
+        assert found is not None
+        exists, why_not = found
+        where = f"database {conn.info.dbname} (--cron-dsn)"
+        if not exists:
+            raise NoPgCron(f"pg_cron is not installed in {where}: there is no table cron.job")
+        if why_not is not None:
+            # never read: its rows could name any role, and a view or policy of its
+            # maker would run that role's functions as this login
             raise NoPgCron(
-                f"pg_cron is not installed in database {conn.info.dbname} (--cron-dsn):"
-                " there is no table cron.job"
-            ) from None
+                f"cron.job in {where} is not pg_cron's own table: {why_not}; the import reads"
+                " jobs only from the table of the extension pg_cron, owned by the extension's"
+                " owner"
+            )
+        row = conn.execute(query("cron_jobs")).fetchone()
     assert row is not None
     return row[0], row[1]
 
@@ -101,15 +116,34 @@ def summary(rows: list[dict[str, Any]], apply: bool) -> str:
     return text
 
 
+def printable(text: str) -> str:
+    """A job's text as it may be printed: control characters (save newline and tab) and
+    line separators escaped, so that what a job's author wrote cannot pass for other output."""
+    return "".join(
+        c if c in "\n\t" or (c.isprintable() and c not in "\u2028\u2029") else f"\\u{ord(c):04x}"
+        for c in text
+    )
+
+
+def commands(rows: list[dict[str, Any]]) -> list[str]:
+    """Each job's command in full, indented under the role it runs as."""
+    lines = ["commands:"]
+    for r in rows:
+        lines.append(f"  job {r['jobid']} ({r['timer']}), as {printable(str(r['username']))}:")
+        lines += [f"    {line}" for line in printable(str(r["command"] or "")).splitlines() or [""]]
+    return lines
+
+
 def report(rows: list[dict[str, Any]], apply: bool) -> str:
-    """A table of the jobs, then each reason in full, then the summary."""
+    """A table of the jobs, each reason in full, each command in full, then the summary."""
     if not rows:
         return summary(rows, apply)
-    shown = COLUMNS[:-1]
-    lines = [table(shown, [[r[c] for c in shown] for r in rows]), ""]
+    cells = [[r[c] if not isinstance(r[c], str) else printable(r[c]) for c in SHOWN] for r in rows]
+    lines = [table(SHOWN, cells), ""]
     notes = [f"  job {r['jobid']} ({r['timer']}): {r['reason']}" for r in rows if r["reason"]]
     if notes:
         lines += ["why:", *notes, ""]
+    lines += [*commands(rows), ""]
     return "\n".join([*lines, summary(rows, apply)])
 
 

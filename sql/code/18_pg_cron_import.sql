@@ -7,6 +7,13 @@
 -- the job's username as the role in effect (SET ROLE for that one save, as a person
 -- would do by hand), so a job becomes a timer of that role only when the caller may
 -- act as it. No right is lent.
+--
+-- A superuser may act as every role, so for its import the rows decide whose timers
+-- these become: timers.import_pg_cron reads them only from pg_cron's own table (a
+-- member of the extension pg_cron, owned by the extension's owner), where a role that
+-- is not a superuser can add jobs of its own only. A table cron.job of anyone else's
+-- making is never read, not even for a dry run: a view or a row-level security policy
+-- would run its maker's functions as the importing role.
 
 -- The reason of a schedule error, without the list of valid forms it ends with.
 CREATE OR REPLACE FUNCTION timers._pg_cron_reason(message text) RETURNS text
@@ -56,7 +63,8 @@ $$;
 -- reason, and the others are imported all the same.
 CREATE OR REPLACE FUNCTION timers.import_pg_cron_jobs(jobs jsonb, dry_run boolean DEFAULT true,
                                                       timezone text DEFAULT NULL)
-    RETURNS TABLE (jobid bigint, jobname text, timer text, schedule text, action text, reason text)
+    RETURNS TABLE (jobid bigint, jobname text, timer text, schedule text, action text, reason text,
+                   username text, command text)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -105,6 +113,9 @@ BEGIN
         j := j || jsonb_build_object('username', v_user);
         v_active := coalesce((j->>'active')::boolean, true);
         v_sql := j->>'command';
+        -- what would run, and as whom: for the caller to check before it applies
+        username := v_user;
+        command := v_sql;
         IF timer !~ '^[A-Za-z0-9_-]{1,64}$' THEN
             v_note := format('named %s: the jobname is not a timer name (1 to 64 letters, digits, "_" and "-")',
                              left(regexp_replace(timer, '[^A-Za-z0-9_-]+', '_', 'g'), 64));
@@ -172,23 +183,22 @@ END
 $$;
 
 COMMENT ON FUNCTION timers.import_pg_cron_jobs(jsonb, boolean, text) IS
-    'Import pg_cron jobs given as a JSON array of cron.job rows as timers (dry_run, the default: only report). One row per job: jobid, jobname, timer, schedule, action (would import, imported, already imported, cannot import), reason. Needs pgtimers_admin.';
+    'Import pg_cron jobs given as a JSON array of cron.job rows as timers (dry_run, the default: only report). One row per job: jobid, jobname, timer, schedule, action (would import, imported, already imported, cannot import), reason, username (the role the timer runs as) and command (its SQL). A job becomes a timer of its username only when the caller may SET ROLE to it. The rows are trusted as given: check them first. Needs pgtimers_admin.';
 
--- The jobs of pg_cron installed in this database, as timers (see import_pg_cron_jobs).
-CREATE OR REPLACE FUNCTION timers.import_pg_cron(dry_run boolean DEFAULT true)
-    RETURNS TABLE (jobid bigint, jobname text, timer text, schedule text, action text, reason text)
-    LANGUAGE plpgsql
+-- pg_cron's own table cron.job in this database, else an error that says what is there
+-- instead and why it is not trusted: only a table that is a member of the extension
+-- pg_cron and owned by the extension's owner holds rows pg_cron vouches for (a role that
+-- is not a superuser can schedule jobs of its own only). Nothing of the table is read.
+CREATE OR REPLACE FUNCTION timers._pg_cron_table() RETURNS regclass
+    LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_jobs jsonb;
     v_table regclass := to_regclass('cron.job');
+    v_ext   record;
+    v_rel   record;
+    v_why   text;
 BEGIN
-    IF NOT pg_has_role(current_user, timers._role('admin'), 'MEMBER') THEN
-        RAISE EXCEPTION 'permission denied to import pg_cron''s jobs: it needs the role %, and role "%" is not a member', timers._role('admin'), current_user
-            USING ERRCODE = '42501',
-                  HINT = 'An administrator can run: GRANT pgtimers_admin TO ' || quote_ident(current_user) || ';';
-    END IF;
     IF v_table IS NULL THEN
         RAISE EXCEPTION 'pg_cron is not installed in database %: there is no table cron.job', current_database()
             USING ERRCODE = '42P01',
@@ -196,6 +206,61 @@ BEGIN
                          'often postgres): run the import there, or read them from there with '
                          'pgtimers import-pg-cron --cron-dsn.';
     END IF;
+    SELECT e.oid, pg_get_userbyid(e.extowner) AS owner, e.extowner INTO v_ext
+      FROM pg_extension e WHERE e.extname = 'pg_cron';
+    SELECT c.relowner, pg_get_userbyid(c.relowner) AS owner,
+           CASE c.relkind WHEN 'r' THEN 'a table' WHEN 'p' THEN 'a partitioned table' WHEN 'v' THEN 'a view'
+                          WHEN 'm' THEN 'a materialized view' WHEN 'f' THEN 'a foreign table'
+                          ELSE 'a relation' END AS kind,
+           c.relkind = 'r' AS plain,
+           EXISTS (SELECT 1 FROM pg_depend d
+                    WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.objsubid = 0
+                      AND d.refclassid = 'pg_extension'::regclass AND d.refobjid = v_ext.oid
+                      AND d.deptype = 'e') AS member
+      INTO v_rel
+      FROM pg_class c WHERE c.oid = v_table;
+    IF v_ext.oid IS NULL THEN
+        v_why := format('the extension pg_cron is not installed here, and cron.job is %s of role %s',
+                        v_rel.kind, quote_ident(v_rel.owner));
+    ELSIF NOT v_rel.member THEN
+        v_why := format('it is not a member of the extension pg_cron (it is %s of role %s)',
+                        v_rel.kind, quote_ident(v_rel.owner));
+    ELSIF v_rel.relowner <> v_ext.extowner THEN
+        v_why := format('it is owned by role %s, and the extension pg_cron by role %s',
+                        quote_ident(v_rel.owner), quote_ident(v_ext.owner));
+    ELSIF NOT v_rel.plain THEN
+        v_why := format('it is %s, not a table', v_rel.kind);
+    ELSE
+        RETURN v_table;
+    END IF;
+    RAISE EXCEPTION 'cron.job in database % is not pg_cron''s own table: %', current_database(), v_why
+        USING ERRCODE = '42501',
+              DETAIL = 'The import reads jobs only from the table of the extension pg_cron, owned by the '
+                       'extension''s owner: another table of that name could name any role as a job''s '
+                       'username, and reading it could run its maker''s functions.',
+              HINT = 'Find out who made cron.job and why. To import jobs you have checked yourself, '
+                     'pass them to timers.import_pg_cron_jobs.';
+END
+$$;
+
+-- The jobs of pg_cron installed in this database, as timers (see import_pg_cron_jobs):
+-- read from pg_cron's own table only (timers._pg_cron_table).
+CREATE OR REPLACE FUNCTION timers.import_pg_cron(dry_run boolean DEFAULT true)
+    RETURNS TABLE (jobid bigint, jobname text, timer text, schedule text, action text, reason text,
+                   username text, command text)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_jobs jsonb;
+    v_table regclass;
+BEGIN
+    IF NOT pg_has_role(current_user, timers._role('admin'), 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to import pg_cron''s jobs: it needs the role %, and role "%" is not a member', timers._role('admin'), current_user
+            USING ERRCODE = '42501',
+                  HINT = 'An administrator can run: GRANT pgtimers_admin TO ' || quote_ident(current_user) || ';';
+    END IF;
+    v_table := timers._pg_cron_table();
     -- row-level security of pg_cron: a role that is not a superuser sees its own jobs only
     EXECUTE format('SELECT coalesce(jsonb_agg(to_jsonb(j) ORDER BY j.jobid), ''[]'') FROM %s j', v_table)
         INTO v_jobs;
@@ -204,7 +269,7 @@ END
 $$;
 
 COMMENT ON FUNCTION timers.import_pg_cron(boolean) IS
-    'Import the jobs of pg_cron installed in this database (cron.job) as timers (dry_run, the default: only report). One row per job: jobid, jobname, timer, schedule, action, reason. Needs pgtimers_admin.';
+    'Import the jobs of pg_cron installed in this database (cron.job, only when it is the table of the extension pg_cron, owned by its owner) as timers (dry_run, the default: only report). One row per job: jobid, jobname, timer, schedule, action, reason, username, command. Needs pgtimers_admin.';
 
 -- ---------------------------------------------------------------------------
 -- Rights
@@ -212,6 +277,7 @@ COMMENT ON FUNCTION timers.import_pg_cron(boolean) IS
 REVOKE ALL ON FUNCTION
     timers._pg_cron_reason(text),
     timers._pg_cron_cannot(jsonb),
+    timers._pg_cron_table(),
     timers.import_pg_cron_jobs(jsonb,boolean,text),
     timers.import_pg_cron(boolean)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
@@ -221,5 +287,6 @@ GRANT EXECUTE ON FUNCTION
     TO PUBLIC;
 GRANT EXECUTE ON FUNCTION
     timers._pg_cron_reason(text),
-    timers._pg_cron_cannot(jsonb)
+    timers._pg_cron_cannot(jsonb),
+    timers._pg_cron_table()
     TO pgtimers_admin;

@@ -1,8 +1,11 @@
 """timers.import_pg_cron and `pgtimers import-pg-cron`: pg_cron's jobs become timers.
 
-pg_cron needs shared_preload_libraries, so most tests make a table cron.job with
-pg_cron's columns (a real table, as pg_cron's own is); the last one uses the real
-extension where the server has it loaded.
+pg_cron needs shared_preload_libraries, so most tests make a table with pg_cron's
+columns and pass its rows to timers.import_pg_cron_jobs (what the CLI does with the rows
+of --cron-dsn): the mapping of a job to a timer is the same for both. timers.import_pg_cron
+reads only pg_cron's own table, so the tests of it and of the CLI use the real extension
+on a cluster of their own (tests/pg_cron.py); what it refuses is in
+tests/security/test_pg_cron_import_trust.py.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from psycopg import errors
 from psycopg.rows import dict_row
 
 from tests.conftest import Database, scalar
+from tests.pg_cron import PgCron
 
-# pg_cron 1.4's table (1.0's columns, plus active in 1.1 and jobname in 1.3)
+# pg_cron 1.4's table (1.0's columns, plus active in 1.1 and jobname in 1.3), as a plain
+# table of the test's own: import_pg_cron refuses it, import_pg_cron_jobs takes its rows
 CRON_JOB = """
     CREATE SCHEMA cron;
     CREATE TABLE cron.job (
@@ -46,9 +51,19 @@ def add_job(conn: psycopg.Connection, jobid: int, schedule: str, command: str, *
 
 
 def imported(conn: psycopg.Connection, dry_run: bool = True) -> dict[int, dict[str, Any]]:
+    """The import of the rows of the test's cron.job (those this role may read)."""
     with conn.cursor(row_factory=dict_row) as cur:
-        rows = cur.execute("SELECT * FROM timers.import_pg_cron(%s)", [dry_run]).fetchall()
+        rows = cur.execute(
+            "SELECT * FROM timers.import_pg_cron_jobs((SELECT coalesce(jsonb_agg(to_jsonb(j)"
+            " ORDER BY j.jobid), '[]') FROM cron.job j), %s)",
+            [dry_run],
+        ).fetchall()
     return {r["jobid"]: r for r in rows}
+
+
+def imported_here(conn: psycopg.Connection, dry_run: bool = True) -> list[dict[str, Any]]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute("SELECT * FROM timers.import_pg_cron(%s)", [dry_run]).fetchall()
 
 
 def timers_now(conn: psycopg.Connection) -> list[tuple[Any, ...]]:
@@ -225,39 +240,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_cli_dry_run_then_apply(db: Database) -> None:
-    with db.connect() as su:
-        su.execute(CRON_JOB)
-        add_job(su, 1, "*/5 * * * *", "SELECT 1", jobname="five")
-        add_job(su, 2, "0 12 $ * *", "SELECT 2", jobname="payroll")
-    dry = cli("--dsn", db.dsn)
-    assert dry.returncode == 2, dry.stderr  # a job cannot be imported
-    assert "would import" in dry.stdout and "cannot import" in dry.stdout
-    assert "job 2 (payroll): bad \"cron\" schedule '0 12 $ * *'" in dry.stdout
-    assert "dry run: nothing changed; run again with --apply to import" in dry.stdout
-    with db.connect() as su:
-        assert timers_now(su) == []
-    done = cli("--dsn", db.dsn, "--apply", "--json")
-    assert done.returncode == 2, done.stderr
-    rows = json.loads(done.stdout)
-    assert [(r["jobid"], r["action"]) for r in rows] == [(1, "imported"), (2, "cannot import")]
-    with db.connect() as su:
-        assert [t[0] for t in timers_now(su)] == ["five"]
-
-
-def test_cli_reads_the_jobs_from_pg_crons_database(db: Database, empty_db: Database) -> None:
-    # pg_cron's database (empty_db, without pgtimers) lists a job that runs in db
-    with empty_db.connect() as cron_db:
-        cron_db.execute(CRON_JOB)
-        add_job(cron_db, 7, "0 6 * * mon-fri", "SELECT 7", jobname="weekday", database=db.name)
-        add_job(cron_db, 8, "0 6 * * *", "SELECT 8", jobname="there")
-    done = cli("--dsn", db.dsn, "--cron-dsn", empty_db.dsn, "--apply")
-    assert done.returncode == 2, done.stderr
-    assert "weekday" in done.stdout and "imported" in done.stdout
-    assert f"the job runs in database {empty_db.name}" in done.stdout
-    assert "unschedule each imported one" in done.stdout
-    with db.connect() as su:
-        assert [t[:2] for t in timers_now(su)] == [("weekday", "cron 0 6 * * mon-fri")]
+def test_cli_says_what_is_missing(db: Database, empty_db: Database) -> None:
     missing = cli("--dsn", db.dsn, "--cron-dsn", db.dsn)
     assert missing.returncode == 2
     assert f"pg_cron is not installed in database {db.name} (--cron-dsn)" in missing.stderr
@@ -266,17 +249,71 @@ def test_cli_reads_the_jobs_from_pg_crons_database(db: Database, empty_db: Datab
     assert "pgtimers is not installed in the --dsn database" in not_installed.stderr
 
 
-def test_the_real_pg_cron_where_the_server_loads_it(conn: psycopg.Connection) -> None:
-    loaded = scalar(conn, "SELECT current_setting('shared_preload_libraries')")
-    if (
-        "pg_cron" not in loaded
-        or scalar(conn, "SELECT current_setting('cron.database_name', true) = current_database()")
-        is not True
-    ):
-        pytest.skip("pg_cron is not loaded for this database (shared_preload_libraries)")
-    conn.execute("CREATE EXTENSION IF NOT EXISTS pg_cron")
-    conn.execute("SELECT cron.schedule('real-five', '*/5 * * * *', 'SELECT 1')")
-    rows = imported(conn, dry_run=False)
-    assert [(r["timer"], r["schedule"], r["action"]) for r in rows.values()] == [
-        ("real-five", "cron */5 * * * *", "imported")
+# --- the real pg_cron (a cluster that loads it; skipped where pg_cron is not installed) ---
+
+
+def test_the_real_pg_cron_jobs_of_each_role_become_its_timers(pg_cron: PgCron) -> None:
+    with pg_cron.connect(user="pgt_alice") as alice:
+        alice.execute("SELECT cron.schedule('alices', '0 6 * * mon-fri', 'SELECT 2')")
+    with pg_cron.connect() as su:
+        su.execute("SELECT cron.schedule('real-five', '*/5 * * * *', 'SELECT 1')")
+        su.execute("SELECT cron.schedule('@hourly', 'SELECT 3')")
+        dry = imported_here(su)
+        assert [(r["timer"], r["username"], r["command"], r["action"]) for r in dry] == [
+            ("alices", "pgt_alice", "SELECT 2", "would import"),
+            ("real-five", "postgres", "SELECT 1", "would import"),
+            (f"pg_cron_{dry[2]['jobid']}", "postgres", "SELECT 3", "would import"),
+        ]
+        assert timers_now(su) == []
+        done = imported_here(su, dry_run=False)
+        assert [r["action"] for r in done] == ["imported"] * 3
+        assert [(t[0], t[1], t[4]) for t in timers_now(su)] == [
+            ("alices", "cron 0 6 * * mon-fri", "pgt_alice"),
+            (dry[2]["timer"], "@hourly", "postgres"),
+            ("real-five", "cron */5 * * * *", "postgres"),
+        ]
+    # an admin sees its own jobs only (pg_cron's row-level security): all it may import
+    with pg_cron.connect(user="pgt_bob") as bob:
+        bob.execute("SELECT cron.schedule('bobs', '@daily', 'SELECT 4')")
+        rows = imported_here(bob, dry_run=False)
+        assert [(r["timer"], r["username"], r["action"]) for r in rows] == [
+            ("bobs", "pgt_bob", "imported")
+        ]
+
+
+def test_cli_dry_run_then_apply(pg_cron: PgCron) -> None:
+    with pg_cron.connect() as su:
+        su.execute("SELECT cron.schedule('five', '*/5 * * * *', 'SELECT 1')")
+        su.execute("SELECT cron.schedule('restart', '@reboot', 'SELECT 2')")
+    dry = cli("--dsn", pg_cron.dsn())
+    assert dry.returncode == 2, dry.stderr  # a job cannot be imported
+    assert "would import" in dry.stdout and "cannot import" in dry.stdout
+    assert "(restart): pgtimers has no @reboot" in dry.stdout
+    assert "dry run: nothing changed; run again with --apply to import" in dry.stdout
+    with pg_cron.connect() as su:
+        assert timers_now(su) == []
+    done = cli("--dsn", pg_cron.dsn(), "--apply", "--json")
+    assert done.returncode == 2, done.stderr
+    rows = json.loads(done.stdout)
+    assert [(r["timer"], r["action"], r["username"], r["command"]) for r in rows] == [
+        ("five", "imported", "postgres", "SELECT 1"),
+        ("restart", "cannot import", "postgres", "SELECT 2"),
     ]
+    with pg_cron.connect() as su:
+        assert [t[0] for t in timers_now(su)] == ["five"]
+
+
+def test_cli_reads_the_jobs_from_pg_crons_database(pg_cron: PgCron) -> None:
+    # pg_cron's database (postgres) lists a job that runs in app, and one that runs there
+    with pg_cron.connect() as su:
+        su.execute(
+            "SELECT cron.schedule_in_database('weekday', '0 6 * * mon-fri', 'SELECT 7', 'app')"
+        )
+        su.execute("SELECT cron.schedule('there', '0 6 * * *', 'SELECT 8')")
+    done = cli("--dsn", pg_cron.dsn("app"), "--cron-dsn", pg_cron.dsn(), "--apply")
+    assert done.returncode == 2, done.stderr
+    assert "weekday" in done.stdout and "imported" in done.stdout
+    assert "the job runs in database postgres" in done.stdout
+    assert "unschedule each imported one" in done.stdout
+    with pg_cron.connect("app") as su:
+        assert [t[:2] for t in timers_now(su)] == [("weekday", "cron 0 6 * * mon-fri")]
