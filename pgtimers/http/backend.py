@@ -11,9 +11,7 @@ password would then prove nothing. Password guessing is slowed down per role
 from __future__ import annotations
 
 import asyncio
-import getpass
 import hashlib
-import os
 import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,12 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import asyncpg
-from psycopg.conninfo import conninfo_to_dict
 
 from pgtimers.http.errors import HttpError
 from pgtimers.http.settings import HttpSettings
 from pgtimers.http.throttle import BasicThrottle
-from pgtimers.runner.connect import connect_kwargs
+from pgtimers.runner.connect import connect_kwargs, database_name
 
 # name -> DSN, a list of DSNs, or a function giving the DSNs served right now
 DatabaseSource = Mapping[str, str] | Sequence[str] | Callable[[], Iterable[str]]
@@ -59,14 +56,6 @@ class _RolePool:
     pool: asyncpg.Pool
     secret: bytes
     verified_until: float
-
-
-def database_name(dsn: str) -> str:
-    """The database a DSN connects to, with libpq's defaults."""
-    params = conninfo_to_dict(dsn)
-    name = params.get("dbname") or os.environ.get("PGDATABASE")
-    name = name or params.get("user") or os.environ.get("PGUSER") or getpass.getuser()
-    return str(name)
 
 
 def _secret(password: str) -> bytes:

@@ -4,7 +4,9 @@ and a check that the server session is the connection's own (not transaction poo
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
 import secrets
 from typing import Any
 
@@ -12,6 +14,7 @@ import asyncpg
 from psycopg.conninfo import conninfo_to_dict
 
 from pgtimers.queries import beside
+from pgtimers.runner.session import QUICK, Session, keep_alive
 
 query = beside(__file__, "connect.sql")
 
@@ -79,17 +82,36 @@ def connect_kwargs(dsn: str) -> dict[str, Any]:
     return kwargs
 
 
-async def connect(dsn: str, application_name: str = "pgtimers runner") -> asyncpg.Connection:
-    """A connection with the run-session settings and jsonb as Python values.
+def database_name(dsn: str) -> str:
+    """The database a DSN connects to, with libpq's defaults."""
+    params = conninfo_to_dict(dsn)
+    name = params.get("dbname") or os.environ.get("PGDATABASE")
+    name = name or params.get("user") or os.environ.get("PGUSER") or getpass.getuser()
+    return str(name)
+
+
+async def connect(
+    dsn: str,
+    application_name: str = "pgtimers runner",
+    label: str = "runner",
+    database: str = "?",
+) -> Session:
+    """A connection with the run-session settings and jsonb as Python values, a deadline
+    on its queries (session.py; QUICK unless its owner sets another) and TCP keepalives;
+    `label` and `database` name it in log lines.
 
     Its statements are prepared once and kept (one round trip a fire): a timer's SQL
     cannot PREPARE or DEALLOCATE, and a run that did fails and drops what it prepared
     (timers._restore_session)."""
     kwargs = connect_kwargs(dsn)
-    kwargs.setdefault("timeout", 10.0)
-    conn: asyncpg.Connection = await asyncpg.connect(
-        server_settings={"application_name": application_name}, **kwargs
+    kwargs.setdefault("timeout", QUICK)
+    conn: Session = await asyncpg.connect(
+        server_settings={"application_name": application_name},
+        connection_class=Session,
+        **kwargs,
     )
+    conn.label, conn.database = label, database
+    keep_alive(conn)
     try:
         await conn.execute(RUN_SESSION_SETTINGS)
         await conn.set_type_codec(
@@ -104,7 +126,7 @@ async def connect(dsn: str, application_name: str = "pgtimers runner") -> asyncp
     return conn
 
 
-async def check_own_session(conn: asyncpg.Connection, dsn: str) -> None:
+async def check_own_session(conn: Session, dsn: str) -> None:
     """The connection has a server session of its own, not a pooled one; else PoolingError.
 
     The connection marks its server session (a setting only it knows). Through PgBouncer's
@@ -114,12 +136,12 @@ async def check_own_session(conn: asyncpg.Connection, dsn: str) -> None:
     this one (it sees the mark or the backend). A direct connection and session pooling
     never show either. Asked PROBE_ROUNDS times, interleaved with a second connection."""
     mark = secrets.token_hex(16)
-    probe: asyncpg.Connection | None = None
+    probe: Session | None = None
     try:
         await conn.fetchval(query("mark_session"), mark)
         first = await conn.fetchrow(query("session_seen"))
         assert first is not None  # one row, always
-        probe = await connect(dsn, application_name="pgtimers runner probe")
+        probe = await connect(dsn, "pgtimers runner probe", "probe", conn.database)
         for _ in range(PROBE_ROUNDS):
             seen = await probe.fetchrow(query("session_seen"))
             again = await conn.fetchrow(query("session_seen"))

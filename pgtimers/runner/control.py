@@ -13,8 +13,12 @@ import asyncpg
 
 from pgtimers.runner import log
 from pgtimers.runner.queries import query
+from pgtimers.runner.session import Session
 
 STANDBY_LOOK_EVERY = 1.0  # seconds: a standby's promotion is seen this soon
+# Pruning deletes runs past their retention in one call (after a long gap, many): its
+# deadline is this, where the control session's other statements have QUICK's.
+PRUNE_DEADLINE = 300.0
 CLOCK_JUMP = 2.0  # seconds the server's clock may drift from ours before it counts as set
 
 
@@ -26,7 +30,7 @@ class Fetches(Protocol):
 
 
 async def wait_for_primary(
-    control: asyncpg.Connection,
+    control: Session,
     database: str,
     stopping: asyncio.Event,
     pause: Callable[[float], Awaitable[None]],
@@ -46,7 +50,7 @@ async def wait_for_primary(
         log.event(logging.INFO, "promoted", database=database)
 
 
-async def set_timezone(control: asyncpg.Connection, database: str, zone: str | None) -> None:
+async def set_timezone(control: Session, database: str, zone: str | None) -> None:
     """--timezone: make `zone` the database's default zone, unless it is already."""
     if not zone or await control.fetchval(query("default_zone")) == zone:
         return
@@ -57,9 +61,10 @@ async def set_timezone(control: asyncpg.Connection, database: str, zone: str | N
         log.event(logging.ERROR, "timezone_not_set", database=database, zone=zone, error=str(exc))
 
 
-async def prune(control: asyncpg.Connection, database: str) -> None:
+async def prune(control: Session, database: str) -> None:
     """Delete runs and run-now requests past their retention; log what went."""
-    pruned = await control.fetchval(query("prune"))
+    with control.deadline_of(PRUNE_DEADLINE):
+        pruned = await control.fetchval(query("prune"))
     if pruned and (pruned.get("runs") or pruned.get("run_requests")):
         log.event(logging.INFO, "pruned", database=database, **pruned)
 

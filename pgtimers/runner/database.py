@@ -19,12 +19,20 @@ import asyncpg
 from pgtimers import __version__
 from pgtimers.runner import log
 from pgtimers.runner.budget import is_refused
-from pgtimers.runner.connect import PoolingError, check_own_session, close, connect
+from pgtimers.runner.connect import (
+    PoolingError,
+    check_own_session,
+    close,
+    connect,
+    database_name,
+)
 from pgtimers.runner.control import prune, set_timezone, wait_for_primary, watch_clock
 from pgtimers.runner.lost import LostRuns
 from pgtimers.runner.parking import Parking
 from pgtimers.runner.queries import query
 from pgtimers.runner.serving import HEALTHY, LOOK_EVERY, Backoff, Serving
+from pgtimers.runner.session import Session
+from pgtimers.runner.trouble import Trouble
 from pgtimers.runner.work import WorkerPool
 from pgtimers.runner.worker import Worker, is_connection_error
 
@@ -72,7 +80,7 @@ class DatabaseRunner(WorkerPool, Parking):
     def __init__(self, serving: Serving, stopping: asyncio.Event) -> None:
         self.s = serving
         self.stopping = stopping
-        self.database = "?"
+        self.database = database_name(serving.dsn)  # current_database() once connected
         self._work = asyncio.Condition()
         self._running = 0  # base workers running a timer now
         self._recheck = asyncio.Event()
@@ -89,6 +97,8 @@ class DatabaseRunner(WorkerPool, Parking):
         self.started = asyncio.Event()  # set once serving (tests wait on it)
         self.serving = False  # the control session is up and registered
         self.progress = time.monotonic()  # last sign of life, for the watchdog
+        self.workers: list[Worker] = []
+        self.trouble = Trouble(lambda: self.database)  # the server refusing work, shared
         self.gone = False  # left for good (--all-databases: the schema is gone)
         self.waiting_for_schema = False  # reachable, but pgtimers is not installed
         self.trusted = False  # the last trust check of its pgtimers passed
@@ -102,13 +112,22 @@ class DatabaseRunner(WorkerPool, Parking):
         self._zone_set = False
         self._pruned_at = -PRUNE_EVERY
 
+    def wedged(self, now: float, after: float) -> bool:
+        """Whether the control loop showed no life for `after` seconds, or a worker's round
+        trip is unanswered `after` seconds past its deadline (which should have cut it off):
+        the watchdog is then not fed."""
+        if self.gone:
+            return False
+        late = [w for w in self.workers if w.answer_by is not None and now > w.answer_by + after]
+        return now - self.progress > after or bool(late)
+
     # ---------------------------------------------------------------- life
     async def run(self) -> None:
         """Serve until stopping: the control session and the workers, each reconnecting
         alone; any failure is logged and tried again, never the end of serving."""
         lost = LostRuns(time.monotonic)  # its workers' runs whose session ended
-        workers = [
-            Worker(self.s.dsn, self.database, self.s.runner_id, f"w{i + 1}", lost)
+        self.workers = workers = [
+            Worker(self.s.dsn, self.database, self.s.runner_id, f"w{i + 1}", lost, self.trouble)
             for i in range(self.s.workers + self._burst())
         ]
         tasks = [
@@ -234,10 +253,10 @@ class DatabaseRunner(WorkerPool, Parking):
                 await self._serve_in_slot()
 
     async def _serve_in_slot(self) -> None:
-        control = await connect(self.s.dsn, application_name="pgtimers runner control")
+        control = await connect(self.s.dsn, "pgtimers runner control", "control", self.database)
         try:
             await self.s.budget.learn(control)
-            self.database = await control.fetchval("SELECT current_database()")
+            self.database = control.database = await control.fetchval("SELECT current_database()")
             if not await control.fetchval(query("schema_installed")):
                 raise NotInstalled
             # before anything of the database runs: whose code would it be (docs/security.md)
@@ -278,7 +297,7 @@ class DatabaseRunner(WorkerPool, Parking):
                     await control.fetchval(query("runner_stop"), self.s.runner_id)
             await close(control)
 
-    async def _register(self, control: asyncpg.Connection) -> None:
+    async def _register(self, control: Session) -> None:
         started = await control.fetchval(
             query("runner_start"),
             self.s.runner_id,
@@ -306,7 +325,7 @@ class DatabaseRunner(WorkerPool, Parking):
         self._notified = True
         self._recheck.set()
 
-    async def _loop(self, control: asyncpg.Connection) -> None:
+    async def _loop(self, control: Session) -> None:
         """Look at what is due (at least every second, at once on a NOTIFY): signal the
         workers, beat, prune, watch the clock; park when it is another database's turn."""
         last_db: float | None = None

@@ -22,6 +22,7 @@ import asyncpg
 from pgtimers.runner.connect import close, connect
 from pgtimers.runner.queries import query
 from pgtimers.runner.serving import Serving
+from pgtimers.runner.session import Session
 
 # Parking (short of connections): a control session parks when nothing is due for
 # PARK_MIN seconds, or, after CONTROL_SLICE seconds of serving and for a parked database
@@ -61,7 +62,7 @@ class Parking(abc.ABC):
         """Wake this database's workers (WorkerPool's)."""
 
     async def _park_if_turn(
-        self, control: asyncpg.Connection, db_now: dt.datetime, due_in: float | None, since: float
+        self, control: Session, db_now: dt.datetime, due_in: float | None, since: float
     ) -> bool:
         """Park (and True) when another database waits for a slot, this one has nothing
         to do, and nothing is due soon or it has had its turn; `since`: seconds since
@@ -88,7 +89,7 @@ class Parking(abc.ABC):
         await self._nudge()  # its idle workers give their slots back too
         return True
 
-    async def _answer_doorbells(self, control: asyncpg.Connection) -> None:
+    async def _answer_doorbells(self, control: Session) -> None:
         """Wake the parked databases of this server where somebody waits for the runner."""
         try:
             rows = await control.fetch(query("ringing"))
@@ -106,7 +107,9 @@ class Parking(abc.ABC):
         with contextlib.suppress(Exception):
             async with self.s.budget.slot(self.s.dsn, (gave_up,), self._alive) as got:
                 if got:
-                    conn = await connect(self.s.dsn, application_name="pgtimers runner control")
+                    conn = await connect(
+                        self.s.dsn, "pgtimers runner control", "control", self.database
+                    )
                     try:
                         await conn.fetchval(query("runner_stop"), self.s.runner_id)
                     finally:

@@ -5,8 +5,10 @@
 -- name: fire_many
 -- A batch of fires in one round trip, each in its own transaction (timers._fire_many):
 -- {fired, results, more}. $8: the connection's mark of its claims' notices; $9, $10: its
--- session settings, put back before each fire's COMMIT.
-CALL timers._fire_many($1, $2::bigint[], $3::bigint[], $4, $5, $6, $7, $8, $9::text[], $10::text[], NULL)
+-- session settings, put back before each fire's COMMIT; $11: a while the server refused
+-- the runner's work, for the reasons of due times found late (trouble.py).
+CALL timers._fire_many($1, $2::bigint[], $3::bigint[], $4, $5, $6, $7, $8, $9::text[], $10::text[],
+                       $11::jsonb, NULL)
 
 -- name: session_settings
 -- The settings this session set itself (connect.sql's run_session_settings), read once

@@ -29,8 +29,9 @@ DISCOVER_EVERY = float(os.environ.get("PGTIMERS_DISCOVER_EVERY", "30"))
 # A runner that serves no database for this long exits 1, so that its supervisor starts
 # it again (and says so); 0 waits for ever.
 GIVE_UP_AFTER = float(os.environ.get("PGTIMERS_GIVE_UP_AFTER", "300"))
-# A database's loop that showed no life for half of WatchdogSec (at least this long) is
-# wedged: the watchdog is not fed, and systemd restarts the runner.
+# A database's control loop that showed no life for WatchdogSec (at least this long), or
+# a worker's round trip unanswered that long past its deadline, is wedged: the watchdog
+# is not fed, and systemd restarts the runner.
 WEDGED_AFTER_MIN = 3.0
 MONITOR_EVERY = 1.0
 
@@ -143,11 +144,7 @@ class Runner:
             if line != status:
                 systemd.notify(f"STATUS={line}")
                 status = line
-            wedged = [
-                db
-                for db in self.serving.values()
-                if not db.gone and now - db.progress > wedged_after
-            ]
+            wedged = [db for db in self.serving.values() if db.wedged(now, wedged_after)]
             self._budget_lines(now)
             if interval is not None and not wedged and now - fed_at >= interval:
                 systemd.notify("WATCHDOG=1")

@@ -17,6 +17,7 @@ from typing import Any
 from pgtimers.runner import log
 from pgtimers.runner.budget import SLICE, is_refused
 from pgtimers.runner.serving import LOOK_EVERY, Backoff, Serving
+from pgtimers.runner.trouble import Trouble, is_operational
 from pgtimers.runner.worker import Worker, is_connection_error
 
 # The server refused a worker's connection (no slot left): tried again this often, so
@@ -48,6 +49,7 @@ class WorkerPool(abc.ABC):
     _work_gone: asyncio.Event  # set while there is no work (a wait for a slot ends)
     _pressure: asyncio.Event  # set when a worker or control session waits for a slot
     parked: bool  # the control session parked: idle workers give their slots back
+    trouble: Trouble  # the server refusing work, shared by the workers
     progress: float
 
     @abc.abstractmethod
@@ -231,24 +233,14 @@ class WorkerPool(abc.ABC):
                         return
                     if not slot:
                         continue  # the work went while it waited
-                if not burst:
-                    async with self._work:
-                        self._running += 1
-                        self._work.notify_all()
                 try:
-                    worker.database = self.database
-                    result = await worker.run_one()
+                    result = await self._run_one(worker, burst)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # a worker never ends by an error
                     again = False
                     lost = await self._worker_failed(worker, exc, backoff, lost)
                     continue
-                finally:
-                    if not burst:
-                        async with self._work:
-                            self._running -= 1
-                            self._work.notify_all()
                 if lost:
                     log.event(
                         logging.INFO, "worker_back", database=self.database, worker=worker.name
@@ -263,6 +255,24 @@ class WorkerPool(abc.ABC):
                     await self._close_worker(worker)  # in turn: the slot goes round
         finally:
             await self._close_worker(worker)
+
+    async def _run_one(self, worker: Worker, burst: bool) -> list[dict[str, Any]] | None:
+        """One round trip of fires by the worker, counted as running (a base worker)."""
+        if self.trouble.wait_left():
+            # the server refused work a moment ago: every worker waits a little
+            await self._pause(self.trouble.wait_left())
+        if not burst:
+            async with self._work:
+                self._running += 1
+                self._work.notify_all()
+        try:
+            worker.database = self.database
+            return await worker.run_one()
+        finally:
+            if not burst:
+                async with self._work:
+                    self._running -= 1
+                    self._work.notify_all()
 
     async def _slot_for_work(self, worker: Worker, again: bool) -> bool | None:
         """A slot for a worker that has work: True; False when the work went while it
@@ -308,6 +318,12 @@ class WorkerPool(abc.ABC):
                     " --max-connections, or raise the server's max_connections",
                 )
             await self._pause(REFUSED_RETRY)
+            return lost
+        sqlstate = getattr(exc, "sqlstate", None)
+        if is_operational(sqlstate) and not is_connection_error(exc):
+            # the server refused the round trip (its COMMIT on a full disk, say)
+            self.trouble.hit(str(sqlstate), str(exc))
+            await self._pause(self.trouble.wait_left())
             return lost
         if is_connection_error(exc):
             if not lost:

@@ -6,9 +6,11 @@ limit of its own takes a second step. Each fire says what it claimed before it r
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import asyncpg
@@ -18,6 +20,8 @@ from pgtimers.runner.budget import IDLE_CLOSE
 from pgtimers.runner.connect import DEFAULT_TIMEOUT_MS, close, connect
 from pgtimers.runner.lost import Claim, Lost, LostRuns, claim_from_notice
 from pgtimers.runner.queries import query
+from pgtimers.runner.session import MARGIN, Session
+from pgtimers.runner.trouble import Trouble, is_operational
 
 # A timer whose run raised (not a failed SQL, which is recorded: an error of the
 # run machinery itself) is left alone this long, so it cannot make a hot loop.
@@ -41,23 +45,34 @@ class Worker:
     """Fires one thing at a time on its own connection."""
 
     def __init__(
-        self, dsn: str, database: str, runner_id: str, name: str, lost: LostRuns | None = None
+        self,
+        dsn: str,
+        database: str,
+        runner_id: str,
+        name: str,
+        lost: LostRuns | None = None,
+        trouble: Trouble | None = None,
     ) -> None:
         self.dsn = dsn
         self.database = database
         self.runner_id = runner_id
         self.name = name
-        self.conn: asyncpg.Connection | None = None
+        self.conn: Session | None = None
         self._quarantine: dict[int, float] = {}
         self._quarantine_keyed: dict[int, float] = {}
         # until when (time.monotonic()) this worker asks for keyed timers only
         self._keyed_until = 0.0
         self.lost = lost if lost is not None else LostRuns(time.monotonic)
+        self.trouble = trouble if trouble is not None else Trouble(lambda: self.database)
         # the connection's secret for its claims' notices, and its own session settings,
         # which each fire's transaction puts back (timers._session_reset)
         self._mark = ""
         self._session: tuple[list[str], list[str]] = ([], [])
         self._claimed: Claim | None = None  # what the round trip in flight said it runs
+        # the round trip in flight must be answered by then (time.monotonic()), else its
+        # connection is cut off (session.py): the watchdog's measure of this worker
+        self.answer_by: float | None = None
+        self._troubled = False  # the round trip in flight met the server's trouble
         self.has_slot = False  # it holds a slot of the connection budget
         self.slot_since = 0.0  # since when (time.monotonic())
         self._used_at = 0.0  # when its connection last fired (time.monotonic())
@@ -75,7 +90,7 @@ class Worker:
         """Connect, unless the worker's connection is open; then record the runs whose
         session was lost before (lost.py)."""
         if self.conn is None or self.conn.is_closed():
-            conn = await connect(self.dsn, application_name=f"pgtimers runner {self.name}")
+            conn = await connect(self.dsn, f"pgtimers runner {self.name}", self.name, self.database)
             self._mark = secrets.token_hex(16)
             names, values = await conn.fetchrow(query("session_settings")) or ([], [])
             self._session = (list(names or []), list(values or []))
@@ -88,7 +103,7 @@ class Worker:
         if claim is not None:
             self._claimed = claim
 
-    async def _record_lost(self, conn: asyncpg.Connection) -> None:
+    async def _record_lost(self, conn: Session) -> None:
         """Record the runs whose session was lost as failed attempts (timers._run_lost):
         each is logged as its run's result is."""
         lost = self.lost.take()
@@ -134,6 +149,7 @@ class Worker:
         await self.open()
         assert self.conn is not None
         keyed_only = time.monotonic() < self._keyed_until
+        self._troubled = False
         try:
             results = await self._fire(self.conn, keyed_only)
             if keyed_only and results is None:
@@ -144,7 +160,10 @@ class Worker:
             raise
         finally:
             self._claimed = None
+            self.answer_by = None
         self._used_at = time.monotonic()
+        if not self._troubled:
+            self.trouble.worked()
         return results
 
     def _note_lost(self, exc: Exception) -> None:
@@ -180,21 +199,21 @@ class Worker:
             note="not recorded: it committed, or another session runs it",
         )
 
-    async def _fire(
-        self, conn: asyncpg.Connection, keyed_only: bool
-    ) -> list[dict[str, Any]] | None:
-        batch: dict[str, Any] = await conn.fetchval(
-            query("fire_many"),
-            self.runner_id,
-            self._quarantined(keyed=False),
-            self._quarantined(keyed=True),
-            keyed_only,
-            DEFAULT_TIMEOUT_MS,
-            BATCH_MAX,
-            BATCH_MS,
-            self._mark,
-            *self._session,
-        )
+    async def _fire(self, conn: Session, keyed_only: bool) -> list[dict[str, Any]] | None:
+        with self._deadline(conn, DEFAULT_TIMEOUT_MS):
+            batch: dict[str, Any] = await conn.fetchval(
+                query("fire_many"),
+                self.runner_id,
+                self._quarantined(keyed=False),
+                self._quarantined(keyed=True),
+                keyed_only,
+                DEFAULT_TIMEOUT_MS,
+                BATCH_MAX,
+                BATCH_MS,
+                self._mark,
+                *self._session,
+                self.trouble.late_note(),
+            )
         if not batch["fired"]:
             return None
         results: list[dict[str, Any]] = []
@@ -209,23 +228,22 @@ class Worker:
             results.append(result)
         return results
 
-    async def _with_own_timeout(self, conn: asyncpg.Connection, claim: dict[str, Any]) -> Any:
+    @contextlib.contextmanager
+    def _deadline(self, conn: Session, limit_ms: int) -> Iterator[None]:
+        """A round trip that runs under a time limit of limit_ms: answered within it and
+        MARGIN, else the connection is cut off (session.py)."""
+        seconds = limit_ms / 1000 + MARGIN
+        self.answer_by = time.monotonic() + seconds
+        with conn.deadline_of(seconds):
+            yield
+
+    async def _with_own_timeout(self, conn: Session, claim: dict[str, Any]) -> Any:
         """The second step of a timer whose time limit is its own: run it in a transaction
         that has that limit."""
         kind, ident = str(claim["claim"]), int(claim["id"])
         try:
-            async with conn.transaction():
-                await conn.fetchval(query("set_timeout"), str(claim["timeout_ms"]))
-                if kind == "request":
-                    result = await conn.fetchval(query("run_request"), ident, self.runner_id)
-                elif kind == "backfill":
-                    result = await conn.fetchval(query("run_backfill"), ident, self.runner_id)
-                else:
-                    result = await conn.fetchval(
-                        query("run_due"), ident, claim["due_at"], self.runner_id
-                    )
-                await conn.execute(query("session_reset"), *self._session)
-                return result or {}
+            with self._deadline(conn, int(claim["timeout_ms"])):
+                return await self._run_claimed(conn, claim, kind, ident)
         except asyncpg.PostgresError as exc:
             if is_connection_error(exc):
                 raise
@@ -233,7 +251,29 @@ class Worker:
             quarantined = claim.get("timer_id") or ident
             return {"failed": kind, "id": quarantined, "sqlstate": exc.sqlstate, "error": str(exc)}
 
+    async def _run_claimed(
+        self, conn: Session, claim: dict[str, Any], kind: str, ident: int
+    ) -> Any:
+        """_with_own_timeout's transaction: the limit, the run, the session put back."""
+        async with conn.transaction():
+            await conn.fetchval(query("set_timeout"), str(claim["timeout_ms"]))
+            if kind == "request":
+                result = await conn.fetchval(query("run_request"), ident, self.runner_id)
+            elif kind == "backfill":
+                result = await conn.fetchval(query("run_backfill"), ident, self.runner_id)
+            else:
+                result = await conn.fetchval(
+                    query("run_due"), ident, claim["due_at"], self.runner_id
+                )
+            await conn.execute(query("session_reset"), *self._session)
+            return result or {}
+
     def _machinery_failed(self, kind: str, ident: int, failure: dict[str, Any]) -> None:
+        if is_operational(failure.get("sqlstate")):
+            # the server's trouble (a full disk, say), not the timer's: no quarantine
+            self._troubled = True
+            self.trouble.hit(str(failure.get("sqlstate")), str(failure.get("error")))
+            return
         if kind != "request":
             quarantine = self._quarantine_keyed if kind == "keyed" else self._quarantine
             quarantine[ident] = time.monotonic() + QUARANTINE_SECONDS

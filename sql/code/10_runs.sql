@@ -260,6 +260,31 @@ CREATE OR REPLACE FUNCTION timers._run_clock(t timers.timers, p_lost jsonb) RETU
                     ELSE least(timers._now(t.test_clock), (p_lost->>'at')::timestamptz) END
     $$;
 
+-- Why due times from p_first on were skipped as late: the next due time had come before
+-- a run could start; and, when the runner says the server refused its work for a while
+-- (pgtimers.late, set for the transaction by timers._fire_many: {from, to, what}) and
+-- p_first fell within that while, what it was.
+CREATE OR REPLACE FUNCTION timers._late_reason(p_first timestamptz) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_said text := current_setting('pgtimers.late', true);
+    v_late jsonb;
+    v_reason constant text := 'late: the next due time had come before a run could start';
+BEGIN
+    IF v_said IS NULL OR v_said NOT LIKE '{%' THEN
+        RETURN v_reason;
+    END IF;
+    v_late := v_said::jsonb;
+    IF p_first > (v_late->>'to')::timestamptz THEN
+        RETURN v_reason;
+    END IF;
+    RETURN format('%s, while %s from %s to %s', v_reason, v_late->>'what',
+                  timers._iso((v_late->>'from')::timestamptz), timers._iso((v_late->>'to')::timestamptz));
+END
+$$;
+
 -- The seed's rule after a run of due time p_due that started at p_started and
 -- ended at p_ended (t.scheduled_runs already counts it; p_n1 is timers._plan(t, p_due)). The next due time n1
 -- normally comes after the run ended. When it came during the run, it gets one
@@ -565,7 +590,7 @@ BEGIN
         IF w.n > 1 THEN
             v_event := timers._record_skips(t, w.dues[1:least(w.n - 1, v_cap)], w.n - 1,
                 w.first_due, w.before_last,
-                'late: the next due time had come before a run could start', p_runner);
+                timers._late_reason(w.first_due), p_runner);
             v_skips := v_skips || jsonb_build_array(v_event);
             v_due := w.last_due;
             v_kind := 'scheduled';
@@ -1002,16 +1027,17 @@ $$;
 -- (whether the last look found something)}. The other arguments are timers._fire's, and
 -- the runner's own session settings, which each fire's transaction puts back before
 -- its COMMIT (timers._session_reset): the next fire starts from the runner's session,
--- whatever this one's SQL left. A procedure that COMMITs can pin no search_path: its
--- body names everything with its schema. The time limit is the CALL's statement_timeout,
--- which runs from the CALL's start: p_budget_ms keeps a run's own limit within that of
--- its start.
+-- whatever this one's SQL left. p_late: the runner's word on a while the server refused
+-- its work, for the reasons of due times found late (timers._late_reason). A procedure
+-- that COMMITs can pin no search_path: its body names everything with its schema. The
+-- time limit is the CALL's statement_timeout, which runs from the CALL's start:
+-- p_budget_ms keeps a run's own limit within that of its start.
 CREATE OR REPLACE PROCEDURE timers._fire_many(
     p_runner pg_catalog.text, p_skip pg_catalog.int8[], p_skip_keyed pg_catalog.int8[],
     p_keyed_only pg_catalog.bool, p_timeout_ms pg_catalog.int8, p_max pg_catalog.int4,
     p_budget_ms pg_catalog.int4, p_mark pg_catalog.text DEFAULT NULL,
     p_session_names pg_catalog.text[] DEFAULT NULL, p_session_values pg_catalog.text[] DEFAULT NULL,
-    INOUT result pg_catalog.jsonb DEFAULT NULL)
+    p_late pg_catalog.jsonb DEFAULT NULL, INOUT result pg_catalog.jsonb DEFAULT NULL)
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -1022,6 +1048,9 @@ DECLARE
         OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => p_budget_ms OPERATOR(pg_catalog./) 1000.0);
 BEGIN
     LOOP
+        IF p_late IS NOT NULL THEN
+            PERFORM pg_catalog.set_config('pgtimers.late', p_late::pg_catalog.text, true);
+        END IF;
         v_one := timers._fire(p_runner, p_skip, p_skip_keyed, p_keyed_only, p_timeout_ms, p_mark);
         EXIT WHEN v_one IS NULL;
         PERFORM timers._session_reset(p_session_names, p_session_values);
@@ -1060,10 +1089,10 @@ CREATE OR REPLACE FUNCTION timers._fire_kept(p_result jsonb) RETURNS boolean
 -- Rights
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON PROCEDURE
-    timers._fire_many(text,bigint[],bigint[],boolean,bigint,integer,integer,text,text[],text[],jsonb)
+    timers._fire_many(text,bigint[],bigint[],boolean,bigint,integer,integer,text,text[],text[],jsonb,jsonb)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON PROCEDURE
-    timers._fire_many(text,bigint[],bigint[],boolean,bigint,integer,integer,text,text[],text[],jsonb)
+    timers._fire_many(text,bigint[],bigint[],boolean,bigint,integer,integer,text,text[],text[],jsonb,jsonb)
     TO pgtimers_runner;
 REVOKE ALL ON FUNCTION
     timers._fire_kept(jsonb),
@@ -1080,6 +1109,7 @@ REVOKE ALL ON FUNCTION
     timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone,jsonb),
     timers._lost_outcome(jsonb),
     timers._run_clock(timers.timers,jsonb),
+    timers._late_reason(timestamp with time zone),
     timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone,timestamp with time zone),
     timers._attempt_outcome(timers.timers,integer,boolean,text,timestamp with time zone,timestamp with time zone),
     timers._attempt_recorded(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,timestamp with time zone,text,boolean,integer,text),
@@ -1109,6 +1139,7 @@ GRANT EXECUTE ON FUNCTION
     timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone,jsonb),
     timers._lost_outcome(jsonb),
     timers._run_clock(timers.timers,jsonb),
+    timers._late_reason(timestamp with time zone),
     timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone,timestamp with time zone),
     timers._attempt_outcome(timers.timers,integer,boolean,text,timestamp with time zone,timestamp with time zone),
     timers._attempt_recorded(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,timestamp with time zone,text,boolean,integer,text),
