@@ -17,8 +17,10 @@ LOST_LIMIT = 3
 FORGET_AFTER = 600.0
 
 # The classes of a server's FATAL error that come from outside the run: the connection,
-# an operator or a restart (57: terminated, crash, shutdown), resources, the system.
-_OUTSIDE = ("08", "57", "53", "58")
+# an operator or a restart (57: terminated, crash, shutdown), resources, the system; and
+# the idle-in-transaction limit, which ends a session whose runner stopped talking
+# mid-transaction (its path stalled): a run's SQL cannot set it (timers._session_reset).
+_OUTSIDE = ("08", "57", "53", "58", "25P03")
 
 CLAIMED = "pgtimers: claimed"  # the notice of timers._say_claimed
 
