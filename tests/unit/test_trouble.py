@@ -39,8 +39,8 @@ def trouble(clock: Clock) -> Trouble:
 def test_operational_classes_are_the_servers_trouble() -> None:
     for sqlstate in ("53100", "53200", "57P01", "58030", "08006", "40001", "40P01"):
         assert is_operational(sqlstate)
-    for sqlstate in ("42P01", "22012", "XX000", "P0001", "", None):
-        assert not is_operational(sqlstate)
+    for defect in ("42P01", "22012", "XX000", "P0001", "", None):
+        assert not is_operational(defect)
 
 
 def test_tries_back_off_and_are_shared(clock: Clock, trouble: Trouble) -> None:
