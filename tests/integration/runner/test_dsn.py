@@ -77,3 +77,17 @@ def test_run_now_takes_the_config_file_dsn_before_the_environment(
         ExitCode.BAD_INPUT,
         f"pgtimers: there is no timer 'nope' in database {db.name}\n",
     )
+
+
+def test_a_database_that_refuses_the_runner_is_named_by_its_dsn(
+    db: Database, tmp_path: Path
+) -> None:
+    missing = f"{db.name}_gone"  # the login is refused: that database does not exist
+    dsn = db.server.dsn_for(missing)
+    runner = RunnerProcess(["--dsn", dsn], tmp_path / "runner.log")
+    try:
+        runner.wait_for("event=database_unavailable", timeout=30)
+        line = next(x for x in runner.log().splitlines() if "event=database_unavailable" in x)
+        assert f"database={missing} " in line, line
+    finally:
+        runner.kill()
