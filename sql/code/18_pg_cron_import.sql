@@ -22,6 +22,20 @@ CREATE OR REPLACE FUNCTION timers._pg_cron_reason(message text) RETURNS text
         SELECT pg_catalog.split_part(message, '; use a schedule like ', 1)
     $$;
 
+-- The importing role may import (a member of pgtimers_admin), else 42501.
+CREATE OR REPLACE FUNCTION timers._pg_cron_may_import() RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF NOT pg_has_role(current_user, timers._role('admin'), 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to import pg_cron''s jobs: it needs the role %, and role "%" is not a member', timers._role('admin'), current_user
+            USING ERRCODE = '42501',
+                  HINT = 'An administrator can run: GRANT pgtimers_admin TO ' || quote_ident(current_user) || ';';
+    END IF;
+END
+$$;
+
 -- Why job j (a cron.job row as jsonb) cannot be a timer here, else NULL: it runs in
 -- another database, on another host or port, or as a role that is not there or may
 -- not save timers.
@@ -79,11 +93,7 @@ DECLARE
     v_note   text;
     s        record;
 BEGIN
-    IF NOT pg_has_role(current_user, timers._role('admin'), 'MEMBER') THEN
-        RAISE EXCEPTION 'permission denied to import pg_cron''s jobs: it needs the role %, and role "%" is not a member', timers._role('admin'), current_user
-            USING ERRCODE = '42501',
-                  HINT = 'An administrator can run: GRANT pgtimers_admin TO ' || quote_ident(current_user) || ';';
-    END IF;
+    PERFORM timers._pg_cron_may_import();
     IF dry_run IS NULL THEN
         RAISE EXCEPTION 'dry_run must be true or false, not NULL' USING ERRCODE = '22004';
     END IF;
@@ -255,11 +265,7 @@ DECLARE
     v_jobs jsonb;
     v_table regclass;
 BEGIN
-    IF NOT pg_has_role(current_user, timers._role('admin'), 'MEMBER') THEN
-        RAISE EXCEPTION 'permission denied to import pg_cron''s jobs: it needs the role %, and role "%" is not a member', timers._role('admin'), current_user
-            USING ERRCODE = '42501',
-                  HINT = 'An administrator can run: GRANT pgtimers_admin TO ' || quote_ident(current_user) || ';';
-    END IF;
+    PERFORM timers._pg_cron_may_import();
     v_table := timers._pg_cron_table();
     -- row-level security of pg_cron: a role that is not a superuser sees its own jobs only
     EXECUTE format('SELECT coalesce(jsonb_agg(to_jsonb(j) ORDER BY j.jobid), ''[]'') FROM %s j', v_table)
@@ -276,12 +282,14 @@ COMMENT ON FUNCTION timers.import_pg_cron(boolean) IS
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION
     timers._pg_cron_reason(text),
+    timers._pg_cron_may_import(),
     timers._pg_cron_cannot(jsonb),
     timers._pg_cron_table(),
     timers.import_pg_cron_jobs(jsonb,boolean,text),
     timers.import_pg_cron(boolean)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
+    timers._pg_cron_may_import(),
     timers.import_pg_cron_jobs(jsonb,boolean,text),
     timers.import_pg_cron(boolean)
     TO PUBLIC;
