@@ -42,6 +42,8 @@ from pgtimers.runner.worker import Worker, is_connection_error
 RETRY_HELD = 0.25
 HEARTBEAT_EVERY = 1.0  # seen_at: downtime starts when the last runner was last seen
 PRUNE_EVERY = 600.0
+# Registering waits up to 10 s for the start lock and skips a downtime's due times.
+REGISTER_DEADLINE = 60.0
 # An error that is not the connection's (a bug, a broken schema): tried again this often.
 RETRY_FAULT = 5.0
 NOT_INSTALLED_RETRY = 30.0
@@ -298,14 +300,17 @@ class DatabaseRunner(WorkerPool, Parking):
             await close(control)
 
     async def _register(self, control: Session) -> None:
-        started = await control.fetchval(
-            query("runner_start"),
-            self.s.runner_id,
-            socket.gethostname(),
-            os.getpid(),
-            __version__,
-            self.s.workers,
-        )
+        # it may wait 10 s for another runner's start (its lock), then skip the due times
+        # of a downtime for every timer: longer than a quick statement
+        with control.deadline_of(REGISTER_DEADLINE):
+            started = await control.fetchval(
+                query("runner_start"),
+                self.s.runner_id,
+                socket.gethostname(),
+                os.getpid(),
+                __version__,
+                self.s.workers,
+            )
         for skip in started.get("skipped") or []:
             log.skip_event(self.database, skip.get("timer"), skip)
         if started.get("resumed"):

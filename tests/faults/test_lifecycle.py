@@ -139,11 +139,11 @@ def test_an_unexpected_error_is_logged_with_its_type_and_tried_again(
     real_connect = connect
     calls = {"control": 0}
 
-    async def flaky_connect(dsn: str, application_name: str = "pgtimers runner") -> object:
+    async def flaky_connect(dsn: str, *args: str) -> object:
         calls["control"] += 1
         if calls["control"] == 1:
             raise RuntimeError("a bug of ours")
-        return await real_connect(dsn, application_name=application_name)
+        return await real_connect(dsn, *args)
 
     real_run_one = worker_module.Worker.run_one
     failed_once: list[bool] = []

@@ -219,7 +219,7 @@ def test_the_runners_queries_never_use_an_owners_operator(
     runner_session.autocommit = True  # as the runner: a CALL that commits after each fire
     psycopg.RawCursor(runner_session).execute(
         query("fire_many"),
-        ["t", [], [], False, 600000, 100, 50, "mark", *_session_settings(runner_session)],
+        ["t", [], [], False, 600000, 100, 50, "mark", *_session_settings(runner_session), None],
     )
     assert _who_ran(logdb) in ([], [ALICE])
 
