@@ -13,7 +13,7 @@ import asyncpg
 from aiohttp import web
 
 from pgtimers.http.body import BACKFILL_KEYS, BIGINT_MAX, parse_object
-from pgtimers.http.context import caller_pool, post_pool
+from pgtimers.http.context import add_post, caller_pool, post_body, post_pool
 from pgtimers.http.errors import HttpError, json_response
 from pgtimers.http.queries import query
 from pgtimers.http.values import name_the_bad_value
@@ -73,8 +73,8 @@ TIMER_FILTER: dict[str, Any] = {
 async def backfill_timer(request: web.Request) -> web.Response:
     """POST /api/timers/<name>/backfill: run the timer's due times from_at <= d < to_at;
     answers the new backfill's row."""
-    pool = await post_pool(request)
-    body = parse_object(await request.read(), BACKFILL_KEYS, empty_ok=False)
+    pool, raw = await post_body(request)
+    body = parse_object(raw, BACKFILL_KEYS, empty_ok=False)
     name = request.match_info["name"]
     async with pool.acquire() as conn:
         try:
@@ -112,6 +112,6 @@ async def cancel_backfill(request: web.Request) -> web.Response:
 
 def add_backfill_routes(app: web.Application) -> None:
     """POST /api/timers/{name}/backfill, GET /api/backfills, POST /api/backfills/{id}/cancel."""
-    app.router.add_post("/api/timers/{name}/backfill", backfill_timer)
+    add_post(app, "/api/timers/{name}/backfill", backfill_timer)
     app.router.add_get("/api/backfills", list_backfills)
-    app.router.add_post("/api/backfills/{id}/cancel", cancel_backfill)
+    add_post(app, "/api/backfills/{id}/cancel", cancel_backfill)

@@ -3,7 +3,8 @@
 The runner calls `start_http(addr, databases, settings)` in its event loop and
 `await server.close()` when it stops. aiohttp (asyncio, like the runner's
 asyncpg) parses HTTP: keep-alive, body limits and header checks are its job;
-HeadGuard closes connections that are slow to send a request head.
+HeadGuard closes connections that are slow to send a request head, RequestLimits
+bounds a request's body time and each client's requests in progress.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pgtimers.http.context import ANONYMOUS, BACKEND
 from pgtimers.http.errors import HttpError, error_middleware, json_response
 from pgtimers.http.guard import HeadGuard
 from pgtimers.http.keyed import add_keyed_routes
+from pgtimers.http.limits import RequestLimits
 from pgtimers.http.metrics import metrics
 from pgtimers.http.openapi import document
 from pgtimers.http.settings import HttpConfigError, HttpSettings, is_loopback, parse_addr
@@ -128,8 +130,10 @@ async def _no_icon(request: web.Request) -> web.Response:
 def make_app(databases: DatabaseSource, settings: HttpSettings, anonymous: bool) -> web.Application:
     """The aiohttp application (tests may serve it on their own)."""
     guard = HeadGuard(settings.header_timeout_seconds, settings.max_header_connections)
+    limits = RequestLimits(settings.body_timeout_seconds, settings.max_requests_per_client)
     app = web.Application(
-        middlewares=[guard.middleware, error_middleware], client_max_size=settings.max_body_bytes
+        middlewares=[guard.middleware, limits.middleware, error_middleware],
+        client_max_size=settings.max_body_bytes,
     )
     app[GUARD] = guard
     app[BACKEND] = Backend(databases, settings)
@@ -167,7 +171,9 @@ async def start_http(
     if not anonymous and settings.token is None:
         LOGGER.info("HTTP API: no token set; callers sign in with a database role (HTTP Basic)")
     app = make_app(databases, settings, anonymous)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    # lingering_time 0: a body the handler did not read (a 401, 408, 429...) is not read
+    # after the answer either (aiohttp would for 10 s); the connection is closed
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, lingering_time=0)
     await runner.setup()
     assert runner.server is not None
     # asyncio's own listener instead of web.TCPSite, so each connection is guarded

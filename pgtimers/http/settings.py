@@ -1,6 +1,6 @@
 """Settings of the HTTP API: where it listens, the token (set, or made for one run of
 `pgtimers run`), anonymous loopback access, and the limits on connections that are slow
-to send a request."""
+to send a request and on the requests one client may have in progress."""
 
 from __future__ import annotations
 
@@ -19,6 +19,15 @@ CONFIG_KEYS = (
     "http_allow_anonymous_loopback",
     "http_header_timeout_seconds",
     "http_max_header_connections",
+    "http_body_timeout_seconds",
+    "http_max_requests_per_client",
+)
+# The settings of the limits, each the config key `http_<name>`.
+LIMITS = (
+    "header_timeout_seconds",
+    "max_header_connections",
+    "body_timeout_seconds",
+    "max_requests_per_client",
 )
 
 
@@ -48,6 +57,12 @@ class HttpSettings:
     # At most this many connections may be waiting for a request head; past it the
     # oldest of them is closed.
     max_header_connections: int = 64
+    # A request body must have arrived whole this long after its head; otherwise the
+    # request is a 408 and its connection is closed.
+    body_timeout_seconds: float = 10.0
+    # Requests one client (its IP address; IPv6: its /64) may have in progress at once;
+    # one more is a 429. GET /healthz is not counted.
+    max_requests_per_client: int = 16
 
     def __post_init__(self) -> None:
         if self.token is not None and len(self.token) < MIN_TOKEN_LENGTH:
@@ -59,6 +74,10 @@ class HttpSettings:
             raise HttpConfigError("http_header_timeout_seconds must be more than 0")
         if self.max_header_connections < 1:
             raise HttpConfigError("http_max_header_connections must be at least 1")
+        if not self.body_timeout_seconds > 0:
+            raise HttpConfigError("http_body_timeout_seconds must be more than 0")
+        if self.max_requests_per_client < 1:
+            raise HttpConfigError("http_max_requests_per_client must be at least 1")
 
     @classmethod
     def from_config(
@@ -79,17 +98,10 @@ class HttpSettings:
             raise HttpConfigError("key 'http_allow_anonymous_loopback' must be true or false")
         if allow_anonymous_loopback is not None:
             anonymous = allow_anonymous_loopback
-        timeout = data.get("http_header_timeout_seconds", cls.header_timeout_seconds)
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-            raise HttpConfigError("key 'http_header_timeout_seconds' must be a number")
-        limit = data.get("http_max_header_connections", cls.max_header_connections)
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise HttpConfigError("key 'http_max_header_connections' must be a whole number")
         return cls(
             token=token,
             allow_anonymous_loopback=anonymous,
-            header_timeout_seconds=float(timeout),
-            max_header_connections=limit,
+            **{name: _limit(data, name, getattr(cls, name)) for name in LIMITS},
         )
 
     def with_run_token(self) -> HttpSettings:
@@ -98,6 +110,17 @@ class HttpSettings:
         if self.token is not None or self.allow_anonymous_loopback:
             return self
         return replace(self, token=secrets.token_urlsafe(32), token_generated=True)
+
+
+def _limit(data: Mapping[str, Any], name: str, default: float) -> Any:
+    """Config key `http_<name>`: a number of seconds, or a whole number (as its default)."""
+    key = f"http_{name}"
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise HttpConfigError(f"key '{key}' must be a number")
+    if isinstance(default, int) and not isinstance(value, int):
+        raise HttpConfigError(f"key '{key}' must be a whole number")
+    return value if isinstance(default, int) else float(value)
 
 
 def parse_addr(addr: str) -> tuple[str, int]:

@@ -11,7 +11,7 @@ import asyncpg
 from aiohttp import web
 
 from pgtimers.http.body import ENABLE_KEYS, KEEP_KEYS, SAVE_KEYS, parse_object
-from pgtimers.http.context import BACKEND, caller_pool, post_pool
+from pgtimers.http.context import BACKEND, add_post, caller_pool, post_body, post_pool
 from pgtimers.http.errors import HttpError, json_response
 from pgtimers.http.queries import query as _sql
 from pgtimers.http.values import name_the_bad_value
@@ -118,8 +118,8 @@ async def timer_history(request: web.Request) -> web.Response:
 
 async def save_timer(request: web.Request) -> web.Response:
     """POST /api/timers: timers.save, as the caller."""
-    pool = await post_pool(request)
-    body = parse_object(await request.read(), SAVE_KEYS, empty_ok=False)
+    pool, raw = await post_body(request)
+    body = parse_object(raw, SAVE_KEYS, empty_ok=False)
     args = [body.get(key) for key in SAVE_KEYS]
     try:
         return json_response(await pool.fetchval(_sql("save_timer"), *args))
@@ -142,8 +142,8 @@ async def run_timer(request: web.Request) -> web.Response:
 
 async def enable_timer(request: web.Request) -> web.Response:
     """POST /api/timers/<name>/enable: turn a timer on (or off with enabled false)."""
-    pool = await post_pool(request)
-    body = parse_object(await request.read(), ENABLE_KEYS, empty_ok=True)
+    pool, raw = await post_body(request)
+    body = parse_object(raw, ENABLE_KEYS, empty_ok=True)
     enabled = body.get("enabled")
     enabled = True if enabled is None else enabled
     return json_response(
@@ -166,8 +166,8 @@ async def list_tables(request: web.Request) -> web.Response:
 
 async def keep_data_for(request: web.Request) -> web.Response:
     """One keep timer per table, all or none (one transaction)."""
-    pool = await post_pool(request)
-    body = parse_object(await request.read(), KEEP_KEYS, empty_ok=False)
+    pool, raw = await post_body(request)
+    body = parse_object(raw, KEEP_KEYS, empty_ok=False)
     schedule = body.get("schedule") or "monthly 1 02:00"
     saved: list[str] = []
     async with pool.acquire() as conn, conn.transaction():
@@ -179,10 +179,10 @@ async def keep_data_for(request: web.Request) -> web.Response:
 def add_routes(app: web.Application) -> None:
     """Add the timer routes and the routes of "Keep data for..."."""
     app.router.add_get("/api/timers", list_timers)
-    app.router.add_post("/api/timers", save_timer)
+    add_post(app, "/api/timers", save_timer)
     app.router.add_get("/api/timers/{name}/history", timer_history)
-    app.router.add_post("/api/timers/{name}/run", run_timer)
-    app.router.add_post("/api/timers/{name}/enable", enable_timer)
-    app.router.add_post("/api/timers/{name}/delete", delete_timer)
+    add_post(app, "/api/timers/{name}/run", run_timer)
+    add_post(app, "/api/timers/{name}/enable", enable_timer)
+    add_post(app, "/api/timers/{name}/delete", delete_timer)
     app.router.add_get("/api/tables", list_tables)
-    app.router.add_post("/api/keep", keep_data_for)
+    add_post(app, "/api/keep", keep_data_for)

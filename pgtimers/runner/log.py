@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import sys
 from typing import Any
 
@@ -14,24 +15,43 @@ LOGGER = logging.getLogger("pgtimers.runner")
 
 # A value longer than this is cut (as the SQL cuts errors): one line stays a line.
 MAX_VALUE = 8000
+# Characters a value cannot show as they are: control characters (C0, DEL, C1:
+# CR, ESC, NEL and the rest), the Unicode line and paragraph separators, and the
+# bidi controls, which reorder how the rest of a line reads. Each is written \uXXXX,
+# so a value can neither end its line nor drive the terminal that shows it.
+_UNSAFE = r"\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_ESCAPE = re.compile(rf'[\\"{_UNSAFE}]')
+_QUOTE = re.compile(rf'[\s"=\\{_UNSAFE}]')
+_NAMED = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+# What a key may hold; anything else becomes `_` (keys are code's, but stay safe).
+_NOT_KEY = re.compile(r"[^A-Za-z0-9_.]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    return _NAMED.get(char) or f"\\u{ord(char):04x}"
 
 
 def _value(value: Any) -> str:
     text = "" if value is None else str(value)
     if len(text) > MAX_VALUE:
         text = f"{text[:MAX_VALUE]} … [cut: {len(text)} characters in all]"
-    if text and not any(c in text for c in ' "=\\\n\t'):
+    if text and not _QUOTE.search(text):
         return text
-    escaped = (
-        text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-    )
-    return f'"{escaped}"'
+    return '"' + _ESCAPE.sub(_escaped, text) + '"'
+
+
+def _key(key: str) -> str:
+    return _NOT_KEY.sub("_", key) or "_"
 
 
 def line(event: str, **fields: Any) -> str:
-    """`event=<event> k=v ...`, values quoted when they hold spaces, quotes or `=`."""
-    parts = [f"event={event}"]
-    parts.extend(f"{key}={_value(value)}" for key, value in fields.items() if value is not None)
+    """`event=<event> k=v ...`, values quoted when they hold spaces, quotes or `=`, and
+    every control or line-separator character escaped."""
+    parts = [f"event={_value(event)}"]
+    parts.extend(
+        f"{_key(key)}={_value(value)}" for key, value in fields.items() if value is not None
+    )
     return " ".join(parts)
 
 

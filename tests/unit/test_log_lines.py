@@ -11,8 +11,8 @@ import pytest
 from pgtimers.runner import log
 
 # key=value pairs separated by one space; a value is bare (no space, quote, '=' or
-# backslash) or a double-quoted string with \\, \" , \n and \t escapes
-PAIR = r'[a-z_]+=(?:[^\s"=\\]+|"(?:[^"\\]|\\[\\"nt])*")'
+# backslash) or a double-quoted string with \\, \" , \n, \t, \r and \uXXXX escapes
+PAIR = r'[a-z_]+=(?:[^\s"=\\]+|"(?:[^"\\]|\\[\\"ntr]|\\u[0-9a-f]{4})*")'
 LOGFMT = re.compile(rf"^{PAIR}(?: {PAIR})*$")
 
 
