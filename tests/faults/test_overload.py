@@ -40,12 +40,12 @@ def _runs_per_timer(dsn: str, start: dt.datetime) -> Counter[str]:
 
 def test_overload_shares_the_workers_fairly(cluster: Cluster, runners: Start) -> None:
     dsn = cluster.dsn("app")
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for i in range(TIMERS):
-            save(conn, f"o{i:02d}", "every 1s", LOG_SQL + "; SELECT pg_sleep(0.1)")
     proc = runners("--dsn", dsn, "--workers", "2")
     proc.wait_for("event=serving", timeout=30)
     with psycopg.connect(dsn, autocommit=True) as conn:
+        # made while a runner serves: no due time passes before one (a downtime skip)
+        for i in range(TIMERS):
+            save(conn, f"o{i:02d}", "every 1s", LOG_SQL + "; SELECT pg_sleep(0.1)")
         start = scalar(conn, "SELECT date_trunc('second', now()) + interval '3 s'")
         end = start + dt.timedelta(seconds=WINDOW)
         # past the window's last due time by enough for every timer's turn to come
