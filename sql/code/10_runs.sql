@@ -5,7 +5,8 @@
 -- migrations (docs/design.md). Each object here is defined in this file only.
 
 -- Due timers in the order they fire, without locking: the server's clock for plain
--- timers (index timers_due), each test clock's time for timers on one. due_at is the
+-- timers (index timers_due), each test clock's time for timers on one; at the same fire
+-- time the one that ran longest ago (never first), as timers._claim_due. due_at is the
 -- due time a run would run (a retry's, else the next), fire_at when it fires.
 CREATE OR REPLACE FUNCTION timers._due(p_limit integer)
     RETURNS TABLE (id bigint, due_at timestamptz, test_clock text, fire_at timestamptz)
@@ -17,19 +18,20 @@ CREATE OR REPLACE FUNCTION timers._due(p_limit integer)
     AS $$
         SELECT d.id, d.due_at, d.test_clock, d.fire_at FROM (
             (SELECT t.id, coalesce(t.retry_due_at, t.next_due_at) AS due_at, NULL::text AS test_clock,
-                    t.fire_at
+                    t.fire_at, t.last_run_at
                FROM timers.timers t
               WHERE t.fire_at <= now() AND t.test_clock IS NULL
-              ORDER BY t.fire_at, t.id
+              ORDER BY t.fire_at, t.last_run_at NULLS FIRST, t.id
               LIMIT p_limit)
             UNION ALL
-            (SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.test_clock, t.fire_at
+            (SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.test_clock, t.fire_at,
+                    t.last_run_at
                FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
               WHERE t.test_clock IS NOT NULL AND t.fire_at IS NOT NULL AND t.fire_at <= c.now
-              ORDER BY t.fire_at, t.id
+              ORDER BY t.fire_at, t.last_run_at NULLS FIRST, t.id
               LIMIT p_limit)
         ) d
-        ORDER BY d.fire_at, d.id
+        ORDER BY d.fire_at, d.last_run_at NULLS FIRST, d.id
         LIMIT p_limit
     $$;
 
@@ -51,7 +53,7 @@ BEGIN
             least(
                 (SELECT t.fire_at FROM timers.timers t
                   WHERE t.fire_at IS NOT NULL AND t.test_clock IS NULL
-                  ORDER BY t.fire_at, t.id LIMIT 1),
+                  ORDER BY t.fire_at LIMIT 1),
                 (SELECT now() WHERE EXISTS (
                     SELECT 1 FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
                      WHERE t.test_clock IS NOT NULL AND t.fire_at IS NOT NULL
@@ -70,7 +72,7 @@ BEGIN
             least(
                 (SELECT t.fire_at FROM timers.timers t
                   WHERE t.fire_at > now() AND t.test_clock IS NULL
-                  ORDER BY t.fire_at, t.id LIMIT 1),
+                  ORDER BY t.fire_at LIMIT 1),
                 (SELECT k.owed_at FROM timers.keyed_timers k
                   WHERE k.status = 'armed' AND k.test_clock IS NULL AND k.owed_at > now()
                   ORDER BY k.owed_at, k.place, k.key LIMIT 1))
@@ -829,9 +831,13 @@ CREATE OR REPLACE FUNCTION timers._run_error(p_sqlstate text, p_message text, p_
     $$;
 
 -- Claim (lock, SKIP LOCKED) the timer that fires first among those due: on the server's
--- clock higher priority first, then the earlier fire time; then test clocks. due_at is
--- the due time its run runs (a retry's, else the next). Each step reads one index:
--- timers with a priority (rare) have timers_due_ranked, the rest timers_due.
+-- clock higher priority first, then the earlier fire time, then the one that ran longest
+-- ago (never first), then the lower id; then test clocks. The last run breaks ties so
+-- that overload is shared: with catch_up 'skip' a timer passed over is next due at the
+-- same fire time as those that ran, and would lose to the same lower ids each time.
+-- due_at is the due time its run runs (a retry's, else the next). Each step reads one
+-- index: timers with a priority (rare) have timers_due_ranked, the rest timers_due (in
+-- this order, no sort).
 CREATE OR REPLACE FUNCTION timers._claim_due(
     p_skip bigint[], OUT id bigint, OUT due_at timestamptz, OUT timeout interval)
     LANGUAGE plpgsql
@@ -845,7 +851,7 @@ BEGIN
       FROM timers.timers t
      WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority <> 0 AND t.priority > 0
        AND t.id <> ALL (p_skip)
-     ORDER BY t.priority DESC, t.fire_at, t.id
+     ORDER BY t.priority DESC, t.fire_at, t.last_run_at NULLS FIRST, t.id
      LIMIT 1
        FOR UPDATE SKIP LOCKED;
     IF FOUND THEN
@@ -854,7 +860,7 @@ BEGIN
     SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout INTO id, due_at, timeout
       FROM timers.timers t
      WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority = 0 AND t.id <> ALL (p_skip)
-     ORDER BY t.fire_at, t.id
+     ORDER BY t.fire_at, t.last_run_at NULLS FIRST, t.id
      LIMIT 1
        FOR UPDATE SKIP LOCKED;
     IF FOUND THEN
@@ -864,7 +870,7 @@ BEGIN
       FROM timers.timers t
      WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority <> 0 AND t.priority < 0
        AND t.id <> ALL (p_skip)
-     ORDER BY t.priority DESC, t.fire_at, t.id
+     ORDER BY t.priority DESC, t.fire_at, t.last_run_at NULLS FIRST, t.id
      LIMIT 1
        FOR UPDATE SKIP LOCKED;
     IF FOUND THEN
@@ -874,7 +880,7 @@ BEGIN
       FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
      WHERE t.test_clock IS NOT NULL AND t.fire_at IS NOT NULL AND t.fire_at <= c.now
        AND t.id <> ALL (p_skip)
-     ORDER BY t.priority DESC, t.fire_at, t.id
+     ORDER BY t.priority DESC, t.fire_at, t.last_run_at NULLS FIRST, t.id
      LIMIT 1
        FOR UPDATE OF t SKIP LOCKED;
 END

@@ -236,6 +236,31 @@ def test_claim_is_served_by_the_due_index(db: Database, conn: psycopg.Connection
     assert conn.execute("SELECT count(*) FROM timers._due(100)").fetchone() == (3,)
 
 
+def test_claim_order_is_priority_fire_time_then_the_longest_since_it_ran(
+    conn: psycopg.Connection,
+) -> None:
+    """At one fire time the timer whose last run is oldest goes first (never run: first),
+    whatever its id: the rule that shares an overload (tests/faults/test_overload.py)."""
+    spec = scalar(conn, "SELECT timers._parse_schedule('every 1s', 'UTC', now())")
+    conn.execute(
+        "INSERT INTO timers.timers"
+        " (name, schedule, spec, sql, owner, zone, next_due_at, last_run_at, priority)"
+        " SELECT v.name, 'every 1s', %s, 'SELECT 1', current_user, 'UTC',"
+        "        now() - v.due * interval '1 minute', now() - v.ran * interval '1 second', v.p"
+        "   FROM (VALUES ('recent', 1, 10, 0), ('never', 1, NULL, 0), ('oldest', 1, 20, 0),"
+        "                ('ranked', 1, 1, 5), ('earlier', 2, 1, 0)) v(name, due, ran, p)",
+        [psycopg.types.json.Jsonb(spec)],
+    )
+    names: dict[int, str] = {r[0]: r[1] for r in conn.execute("SELECT id, name FROM timers.timers")}
+    claimed: list[int] = []
+    with conn.transaction():
+        for _ in names:
+            claimed.append(scalar(conn, "SELECT id FROM timers._claim_due(%s)", [claimed]))
+    assert [names[i] for i in claimed] == ["ranked", "earlier", "never", "oldest", "recent"]
+    due = [names[r[0]] for r in conn.execute("SELECT id FROM timers._due(10)")]
+    assert due == ["earlier", "never", "oldest", "recent", "ranked"]
+
+
 # ------------------------------------------------------------------ run-now refusals
 
 
