@@ -1,13 +1,11 @@
 """Chores of a database's control session: wait while it is a standby, set its default
-zone, prune old runs, and watch the server's clock against the runner's own."""
+zone, prune old runs (the clock watch is clock_watch.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
 
 import asyncpg
 
@@ -19,14 +17,6 @@ STANDBY_LOOK_EVERY = 1.0  # seconds: a standby's promotion is seen this soon
 # Pruning deletes runs past their retention in one call (after a long gap, many): its
 # deadline is this, where the control session's other statements have QUICK's.
 PRUNE_DEADLINE = 300.0
-CLOCK_JUMP = 2.0  # seconds the server's clock may drift from ours before it counts as set
-
-
-class Fetches(Protocol):
-    """What the clock watch needs of the control session (a test passes a fake)."""
-
-    async def fetchval(self, query: str, *args: Any) -> Any:
-        """The first value of the first row."""
 
 
 async def wait_for_primary(
@@ -67,30 +57,3 @@ async def prune(control: Session, database: str) -> None:
         pruned = await control.fetchval(query("prune"))
     if pruned and (pruned.get("runs") or pruned.get("run_requests")):
         log.event(logging.INFO, "pruned", database=database, **pruned)
-
-
-async def watch_clock(
-    control: Fetches,
-    database: str,
-    runner_id: str,
-    last_db: float,
-    elapsed: float,
-    db_now: dt.datetime,
-) -> None:
-    """How far the server's clock moved since `last_db` against `elapsed` (ours): set
-    forward, it skips the due times it jumped over; set back, it is only logged."""
-    drift = (db_now.timestamp() - last_db) - elapsed
-    if drift > CLOCK_JUMP:
-        expected = dt.datetime.fromtimestamp(last_db + elapsed, db_now.tzinfo)
-        log.event(logging.WARNING, "clock_set_forward", database=database, by_s=f"{drift:.1f}")
-        events = await control.fetchval(query("clock_jump"), expected, db_now, runner_id)
-        for skip in events or []:
-            log.skip_event(database, skip.get("timer"), skip)
-    elif drift < -CLOCK_JUMP:
-        log.event(
-            logging.WARNING,
-            "clock_set_back",
-            database=database,
-            by_s=f"{-drift:.1f}",
-            note="due times are planned again from the clock; none runs twice",
-        )

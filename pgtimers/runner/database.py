@@ -19,6 +19,7 @@ import asyncpg
 from pgtimers import __version__
 from pgtimers.runner import log
 from pgtimers.runner.budget import is_refused
+from pgtimers.runner.clock_watch import ClockWatch
 from pgtimers.runner.connect import (
     PoolingError,
     check_own_session,
@@ -26,7 +27,7 @@ from pgtimers.runner.connect import (
     connect,
     database_name,
 )
-from pgtimers.runner.control import prune, set_timezone, wait_for_primary, watch_clock
+from pgtimers.runner.control import prune, set_timezone, wait_for_primary
 from pgtimers.runner.lost import LostRuns
 from pgtimers.runner.parking import Parking
 from pgtimers.runner.queries import query
@@ -333,8 +334,7 @@ class DatabaseRunner(WorkerPool, Parking):
     async def _loop(self, control: Session) -> None:
         """Look at what is due (at least every second, at once on a NOTIFY): signal the
         workers, beat, prune, watch the clock; park when it is another database's turn."""
-        last_db: float | None = None
-        last_mono = 0.0
+        watch = ClockWatch(self.database, self.s.runner_id)
         beat_at = prune_at = time.monotonic()
         signalled_at = -RETRY_HELD
         coming: float | None = None  # the due time still to come, at the last look
@@ -342,16 +342,9 @@ class DatabaseRunner(WorkerPool, Parking):
             self._recheck.clear()
             self._pressure.clear()
             notified, self._notified = self._notified, False
-            row = await control.fetchrow(query("next_wake"))
-            assert row is not None  # next_wake always gives one row
-            db_now, wake_at, next_at = row
+            db_now, wake_at, next_at = await watch.next_wake(control)
             mono = self.progress = time.monotonic()
             db = db_now.timestamp()
-            if last_db is not None:
-                await watch_clock(
-                    control, self.database, self.s.runner_id, last_db, mono - last_mono, db_now
-                )
-            last_db, last_mono = db, mono
             delay = LOOK_EVERY
             if next_at is not None:
                 delay = min(LOOK_EVERY, max(next_at.timestamp() - db, 0.0))

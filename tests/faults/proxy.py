@@ -1,11 +1,13 @@
 """A TCP proxy the fault tests control: it forwards between the runner and a cluster, and
 on `stall()` stops moving bytes in both directions without closing anything (a hung
-pooler, a dead NAT entry, a cable pulled between two switches), until `heal()`."""
+pooler, a dead NAT entry, a cable pulled between two switches), until `heal()`; with
+`stall(answers_only=True)` questions still reach the server and only its answers wait
+(a slow answer: the server did its part, the way back is held)."""
 
 from __future__ import annotations
 
 import contextlib
-import selectors
+import select
 import socket
 import threading
 import time
@@ -23,8 +25,10 @@ class Proxy:
     def __init__(self, target: int) -> None:
         self.target = target
         self.port = free_port()
-        self._moving = threading.Event()
-        self._moving.set()
+        self._questions = threading.Event()  # runner to server moves
+        self._answers = threading.Event()  # server to runner moves
+        self._questions.set()
+        self._answers.set()
         self._closing = threading.Event()
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._lock = threading.Lock()
@@ -38,15 +42,19 @@ class Proxy:
         """The cluster's DSN with its port replaced by the proxy's."""
         return dsn.replace(f"port={self.target}", f"port={self.port}")
 
-    def stall(self) -> None:
-        """Stop moving bytes (connections stay open; new ones are accepted and hang)."""
+    def stall(self, answers_only: bool = False) -> None:
+        """Stop moving bytes (connections stay open; new ones are accepted and hang);
+        `answers_only`: only those from the server to the runner."""
         self.stalled_at = time.monotonic()
-        self._moving.clear()
+        self._answers.clear()
+        if not answers_only:
+            self._questions.clear()
 
     def heal(self) -> None:
         """Move bytes again."""
         self.stalled_at = None
-        self._moving.set()
+        self._questions.set()
+        self._answers.set()
 
     @contextlib.contextmanager
     def stalled(self, seconds: float) -> Iterator[None]:
@@ -66,7 +74,7 @@ class Proxy:
     def close(self) -> None:
         """Close everything."""
         self._closing.set()
-        self._moving.set()
+        self.heal()
         self._listener.close()
         with self._lock:
             for a, b in self._pairs:
@@ -96,27 +104,28 @@ class Proxy:
 
     def _pump(self, client: socket.socket, server: socket.socket) -> None:
         peer = {client: server, server: client}
-        with selectors.DefaultSelector() as selector:
-            selector.register(client, selectors.EVENT_READ)
-            selector.register(server, selectors.EVENT_READ)
-            try:
-                while not self._closing.is_set():
-                    # a stall: nothing is read, so nothing moves (the kernel's buffers fill)
-                    self._moving.wait()
-                    for key, _ in selector.select(timeout=0.1):
-                        if not self._moving.is_set():
-                            break
-                        source = key.fileobj
-                        assert isinstance(source, socket.socket)
-                        data = source.recv(CHUNK)
-                        if not data:
-                            return
-                        peer[source].sendall(data)
-            except OSError:
-                return
-            finally:
-                with self._lock:
-                    if (client, server) in self._pairs:
-                        self._pairs.remove((client, server))
-                client.close()
-                server.close()
+        moving = {client: self._questions, server: self._answers}
+        try:
+            while not self._closing.is_set():
+                # a stall: the stalled side is not read, so nothing moves from it (the
+                # kernel's buffers fill)
+                readable = [s for s in (client, server) if moving[s].is_set()]
+                if not readable:
+                    time.sleep(0.01)
+                    continue
+                ready, _, _ = select.select(readable, [], [], 0.1)
+                for source in ready:
+                    if not moving[source].is_set():
+                        continue
+                    data = source.recv(CHUNK)
+                    if not data:
+                        return
+                    peer[source].sendall(data)
+        except OSError:
+            return
+        finally:
+            with self._lock:
+                if (client, server) in self._pairs:
+                    self._pairs.remove((client, server))
+            client.close()
+            server.close()
