@@ -17,7 +17,8 @@ from typing import Any
 import asyncpg
 
 from pgtimers import __version__
-from pgtimers.runner import log
+from pgtimers.runner import blocked, log
+from pgtimers.runner.blocked import BlockedWatch
 from pgtimers.runner.budget import is_refused
 from pgtimers.runner.connect import (
     PoolingError,
@@ -27,6 +28,7 @@ from pgtimers.runner.connect import (
     database_name,
 )
 from pgtimers.runner.control import prune, set_timezone, wait_for_primary, watch_clock
+from pgtimers.runner.held import Held
 from pgtimers.runner.lost import LostRuns
 from pgtimers.runner.parking import Parking
 from pgtimers.runner.queries import query
@@ -99,6 +101,8 @@ class DatabaseRunner(WorkerPool, Parking):
         self.progress = time.monotonic()  # last sign of life, for the watchdog
         self.workers: list[Worker] = []
         self.trouble = Trouble(lambda: self.database)  # the server refusing work, shared
+        self.held = Held(lambda: self.database)  # timers whose run yielded, shared
+        self._blocked = BlockedWatch()  # when to say that every worker waits
         self.gone = False  # left for good (--all-databases: the schema is gone)
         self.waiting_for_schema = False  # reachable, but pgtimers is not installed
         self.trusted = False  # the last trust check of its pgtimers passed
@@ -127,7 +131,15 @@ class DatabaseRunner(WorkerPool, Parking):
         alone; any failure is logged and tried again, never the end of serving."""
         lost = LostRuns(time.monotonic)  # its workers' runs whose session ended
         self.workers = workers = [
-            Worker(self.s.dsn, self.database, self.s.runner_id, f"w{i + 1}", lost, self.trouble)
+            Worker(
+                self.s.dsn,
+                self.database,
+                self.s.runner_id,
+                f"w{i + 1}",
+                lost,
+                self.trouble,
+                self.held,
+            )
             for i in range(self.s.workers + self._burst())
         ]
         tasks = [
@@ -347,6 +359,7 @@ class DatabaseRunner(WorkerPool, Parking):
                     control, self.database, self.s.runner_id, last_db, mono - last_mono, db_now
                 )
             last_db, last_mono = db, mono
+            await blocked.watch(control, self.database, self.workers, self._blocked)
             delay = LOOK_EVERY
             if next_at is not None:
                 delay = min(LOOK_EVERY, max(next_at.timestamp() - db, 0.0))
