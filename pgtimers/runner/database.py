@@ -17,7 +17,8 @@ from typing import Any
 import asyncpg
 
 from pgtimers import __version__
-from pgtimers.runner import log
+from pgtimers.runner import blocked, log
+from pgtimers.runner.blocked import BlockedWatch
 from pgtimers.runner.budget import is_refused
 from pgtimers.runner.clock_watch import ClockWatch
 from pgtimers.runner.connect import (
@@ -28,6 +29,7 @@ from pgtimers.runner.connect import (
     database_name,
 )
 from pgtimers.runner.control import prune, set_timezone, wait_for_primary
+from pgtimers.runner.held import Held
 from pgtimers.runner.lost import LostRuns
 from pgtimers.runner.parking import Parking
 from pgtimers.runner.queries import query
@@ -102,6 +104,8 @@ class DatabaseRunner(WorkerPool, Parking):
         self.progress = time.monotonic()  # last sign of life, for the watchdog
         self.workers: list[Worker] = []
         self.trouble = Trouble(lambda: self.database)  # the server refusing work, shared
+        self.held = Held(lambda: self.database)  # timers whose run yielded, shared
+        self._blocked = BlockedWatch()  # when to say that every worker waits
         self.gone = False  # left for good (--all-databases: the schema is gone)
         self.waiting_for_schema = False  # reachable, but pgtimers is not installed
         self.trusted = False  # the last trust check of its pgtimers passed
@@ -130,7 +134,15 @@ class DatabaseRunner(WorkerPool, Parking):
         alone; any failure is logged and tried again, never the end of serving."""
         lost = LostRuns(time.monotonic)  # its workers' runs whose session ended
         self.workers = workers = [
-            Worker(self.s.dsn, self.database, self.s.runner_id, f"w{i + 1}", lost, self.trouble)
+            Worker(
+                self.s.dsn,
+                self.database,
+                self.s.runner_id,
+                f"w{i + 1}",
+                lost,
+                self.trouble,
+                self.held,
+            )
             for i in range(self.s.workers + self._burst())
         ]
         tasks = [
@@ -345,6 +357,7 @@ class DatabaseRunner(WorkerPool, Parking):
             db_now, wake_at, next_at = await watch.next_wake(control)
             mono = self.progress = time.monotonic()
             db = db_now.timestamp()
+            await blocked.watch(control, self.database, self.workers, self._blocked)
             delay = LOOK_EVERY
             if next_at is not None:
                 delay = min(LOOK_EVERY, max(next_at.timestamp() - db, 0.0))

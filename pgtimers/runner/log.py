@@ -110,7 +110,8 @@ def run_result(database: str, result: dict[str, Any]) -> None:
             due=result.get("due_at"),
             note="failed pause_after due times in a row; timers.enable turns it on again",
         )
-    if result.get("ok") is not False and result.get("kind") is not None:
+    # (a run that yielded is no attempt: held.py says so)
+    if "yielded" not in result and result.get("ok") is not False and result.get("kind") is not None:
         LOGGER.debug(
             line(
                 "run_ok",

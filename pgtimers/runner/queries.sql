@@ -6,7 +6,8 @@
 -- A batch of fires in one round trip, each in its own transaction (timers._fire_many):
 -- {fired, results, more}. $8: the connection's mark of its claims' notices; $9, $10: its
 -- session settings, put back before each fire's COMMIT; $11: a while the server refused
--- the runner's work, for the reasons of due times found late (trouble.py).
+-- the runner's work, and the timers it holds back after their runs yielded, for the
+-- reasons of due times found late (trouble.py, held.py). $2 holds the held timers too.
 CALL timers._fire_many($1, $2::bigint[], $3::bigint[], $4, $5, $6, $7, $8, $9::text[], $10::text[],
                        $11::jsonb, NULL)
 
@@ -98,6 +99,21 @@ SELECT pg_is_in_recovery()
 
 -- name: runner_start
 SELECT timers._runner_start($1, $2, $3, $4, $5)
+
+-- name: workers_blocked
+-- The runner's worker sessions ($1: their pids) as the server sees them (blocked.py): what
+-- each runs (application_name is 'pgtimers: <timer>' while it runs one), what it waits on
+-- and who blocks it; and how many timers are due that none of them runs.
+SELECT w.application_name, w.wait_event_type, w.wait_event,
+       pg_catalog.pg_blocking_pids(w.pid) AS blocked_by,
+       (SELECT pg_catalog.count(*) FROM timers.timers t
+         WHERE t.fire_at OPERATOR(pg_catalog.<=) pg_catalog.now() AND t.test_clock IS NULL
+           AND pg_catalog.left('pgtimers: ' OPERATOR(pg_catalog.||) t.name, 63) OPERATOR(pg_catalog.<>) ALL (
+               SELECT a.application_name FROM pg_catalog.pg_stat_activity a
+                WHERE a.pid OPERATOR(pg_catalog.=) ANY ($1::int[]))) AS due
+  FROM pg_catalog.pg_stat_activity w
+ WHERE w.pid OPERATOR(pg_catalog.=) ANY ($1::int[])
+ ORDER BY w.pid
 
 -- name: runner_beat
 SELECT timers._runner_beat($1)

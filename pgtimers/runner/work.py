@@ -26,6 +26,8 @@ REFUSED_RETRY = 1.0
 # While the server is full, the databases' workers get a connection now and then (in
 # turn): an outage of one database ends only after this long without a refusal.
 REFUSED_QUIET = 60.0
+# After a run yielded (held.py), its worker waits this long before its next claim.
+YIELD_SETTLE = 0.2
 
 
 class WorkerPool(abc.ABC):
@@ -251,6 +253,10 @@ class WorkerPool(abc.ABC):
                     log.event(logging.INFO, "connections_accepted", database=self.database)
                 backoff.healthy()
                 again = self._after_fire(result, burst)
+                if result and "yielded" in result[-1]:
+                    # the runs that waited on the same lock yield about now: know them all
+                    # before the next claim, which would take them up again
+                    await self._pause(YIELD_SETTLE)
                 if self._give_back(worker, result):
                     await self._close_worker(worker)  # in turn: the slot goes round
         finally:

@@ -18,6 +18,7 @@ import asyncpg
 from pgtimers.runner import log
 from pgtimers.runner.budget import IDLE_CLOSE
 from pgtimers.runner.connect import DEFAULT_TIMEOUT_MS, close, connect
+from pgtimers.runner.held import Held
 from pgtimers.runner.lost import Claim, Lost, LostRuns, claim_from_notice
 from pgtimers.runner.queries import query
 from pgtimers.runner.session import MARGIN, Session
@@ -52,6 +53,7 @@ class Worker:
         name: str,
         lost: LostRuns | None = None,
         trouble: Trouble | None = None,
+        held: Held | None = None,
     ) -> None:
         self.dsn = dsn
         self.database = database
@@ -64,6 +66,9 @@ class Worker:
         self._keyed_until = 0.0
         self.lost = lost if lost is not None else LostRuns(time.monotonic)
         self.trouble = trouble if trouble is not None else Trouble(lambda: self.database)
+        self.held = held if held is not None else Held(lambda: self.database)
+        self.pid: int | None = None  # its session's server pid (blocked.py)
+        self.busy_since: float | None = None  # (time.monotonic()) its round trip in flight
         # the connection's secret for its claims' notices, and its own session settings,
         # which each fire's transaction puts back (timers._session_reset)
         self._mark = ""
@@ -95,6 +100,7 @@ class Worker:
             names, values = await conn.fetchrow(query("session_settings")) or ([], [])
             self._session = (list(names or []), list(values or []))
             conn.add_log_listener(self._on_notice)
+            self.pid = conn.get_server_pid()
             self.conn = conn
         await self._record_lost(self.conn)
 
@@ -150,6 +156,7 @@ class Worker:
         assert self.conn is not None
         keyed_only = time.monotonic() < self._keyed_until
         self._troubled = False
+        self.busy_since = time.monotonic()
         try:
             results = await self._fire(self.conn, keyed_only)
             if keyed_only and results is None:
@@ -160,7 +167,7 @@ class Worker:
             raise
         finally:
             self._claimed = None
-            self.answer_by = None
+            self.answer_by = self.busy_since = None
         self._used_at = time.monotonic()
         if not self._troubled:
             self.trouble.worked()
@@ -204,7 +211,7 @@ class Worker:
             batch: dict[str, Any] = await conn.fetchval(
                 query("fire_many"),
                 self.runner_id,
-                self._quarantined(keyed=False),
+                self._quarantined(keyed=False) + self.held.skip(),
                 self._quarantined(keyed=True),
                 keyed_only,
                 DEFAULT_TIMEOUT_MS,
@@ -212,7 +219,7 @@ class Worker:
                 BATCH_MS,
                 self._mark,
                 *self._session,
-                self.trouble.late_note(),
+                self.held.late_note(self.trouble.late_note()),
             )
         if not batch["fired"]:
             return None
@@ -223,6 +230,10 @@ class Worker:
             if "failed" in result:
                 self._machinery_failed(result["failed"], int(result["id"]), result)
                 result = {}
+            if "yielded" in result:
+                self.held.yielded(result)  # waited too long for a lock: others go first
+            elif result.get("ran_after_yield"):
+                self.held.ran(int(result["timer_id"]))
             if result.get("kind") == "keyed" and not keyed_only:
                 self._keyed_until = time.monotonic() + KEYED_STREAK_SECONDS
             results.append(result)

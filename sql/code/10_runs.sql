@@ -209,6 +209,7 @@ DECLARE
     v_ok boolean := true;
     v_error text := '';
     v_state text := '';
+    v_context text;
 BEGIN
     IF p_lost IS NOT NULL THEN
         RETURN timers._lost_outcome(p_lost) || jsonb_build_object('late_ms',
@@ -228,6 +229,12 @@ BEGIN
         v_ok := false;
         v_state := SQLSTATE;
         v_error := timers._run_error(SQLSTATE, SQLERRM, t.timeout);
+        IF v_state = '55P03' THEN
+            -- what waited (the waiter's lock is gone with the error): the statement, or
+            -- the tuple and relation of a row lock, from the error's context
+            GET STACKED DIAGNOSTICS v_context = PG_EXCEPTION_CONTEXT;
+            v_error := v_error || timers._lock_waiter(v_context);
+        END IF;
         -- a rollback does not let go of session advisory locks the SQL took
         PERFORM pg_catalog.pg_advisory_unlock_all();
     END;
@@ -262,28 +269,101 @@ CREATE OR REPLACE FUNCTION timers._run_clock(t timers.timers, p_lost jsonb) RETU
                     ELSE least(timers._now(t.test_clock), (p_lost->>'at')::timestamptz) END
     $$;
 
--- Why due times from p_first on were skipped as late: the next due time had come before
--- a run could start; and, when the runner says the server refused its work for a while
--- (pgtimers.late, set for the transaction by timers._fire_many: {from, to, what}) and
--- p_first fell within that while, what it was.
-CREATE OR REPLACE FUNCTION timers._late_reason(p_first timestamptz) RETURNS text
+-- Why due times of timer p_timer from p_first on were skipped as late: the next due time
+-- had come before a run could start; and, when the runner says why for a while
+-- (pgtimers.late, set for the transaction by timers._fire_many: {from, to, what} when the
+-- server refused its work, and {timers: {<id>: {from, to, what}}} for each timer it held
+-- back after its run waited too long for a lock, timers._yielded) and p_first fell
+-- within that while, what it was: the timer's own note first.
+CREATE OR REPLACE FUNCTION timers._late_reason(p_first timestamptz, p_timer bigint) RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_said text := current_setting('pgtimers.late', true);
     v_late jsonb;
+    v_note jsonb;
     v_reason constant text := 'late: the next due time had come before a run could start';
 BEGIN
     IF v_said IS NULL OR v_said NOT LIKE '{%' THEN
         RETURN v_reason;
     END IF;
     v_late := v_said::jsonb;
-    IF p_first > (v_late->>'to')::timestamptz THEN
-        RETURN v_reason;
+    FOREACH v_note IN ARRAY ARRAY[v_late->'timers'->(p_timer::text), v_late] LOOP
+        IF v_note->>'to' IS NOT NULL AND p_first <= (v_note->>'to')::timestamptz THEN
+            RETURN format('%s, while %s from %s to %s', v_reason, v_note->>'what',
+                          timers._iso((v_note->>'from')::timestamptz),
+                          timers._iso((v_note->>'to')::timestamptz));
+        END IF;
+    END LOOP;
+    RETURN v_reason;
+END
+$$;
+
+-- A run's lock wait limit (timers._run_due, _run_retry): lock_timeout for the rest of the
+-- transaction, 5 s (well under a run's time limit), unless a smaller one is in effect (the
+-- session's, the role's). A timer's SQL may set its own as its first statement: SET LOCAL
+-- lock_timeout = '30s' (or 0: none). Returns the setting before, which the caller puts back
+-- after the run. A run that waits longer yields (timers._yielded; docs/running.md).
+CREATE OR REPLACE FUNCTION timers._limit_lock_waits() RETURNS text
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_old text := current_setting('lock_timeout');
+BEGIN
+    IF v_old = '0' OR v_old::interval > interval '5 seconds' THEN
+        PERFORM set_config('lock_timeout', '5s', true);
     END IF;
-    RETURN format('%s, while %s from %s to %s', v_reason, v_late->>'what',
-                  timers._iso((v_late->>'from')::timestamptz), timers._iso((v_late->>'to')::timestamptz));
+    RETURN v_old;
+END
+$$;
+
+-- What a run's SQL waited for when its lock wait ran out, from the error's context
+-- (p_context): its own lines, before pgtimers' executor (a row lock's tuple and relation,
+-- the statement), as ' (while ...; SQL statement "...")'; '' when the context names
+-- nothing (a wait for a table's lock while the statement was being planned).
+CREATE OR REPLACE FUNCTION timers._lock_waiter(p_context text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT coalesce(' (' || timers._cut(nullif(replace(rtrim(substring(
+                   coalesce(p_context, '') FROM '^(.*?)(?:PL/pgSQL function timers_exec\.|$)'),
+                   E'\n'), E'\n', '; '), '')) || ')', '')
+    $$;
+
+-- A scheduled run or retry whose SQL waited for a lock longer than its lock wait limit
+-- (SQLSTATE 55P03: lock_timeout, or NOWAIT; timers._limit_lock_waits) yields: it is not an
+-- attempt. Its SQL's subtransaction was rolled back and nothing is recorded: the due time
+-- stays owed, counts toward no retry or pause_after, and runs later or is skipped by the
+-- late rule, with a reason that says it waited for a lock (timers._late_reason). The
+-- runner holds the timer back a while (pgtimers/runner/held.py) and goes on to others.
+-- p_skips: the skip events of the run so far.
+CREATE OR REPLACE FUNCTION timers._yielded(
+    t timers.timers, p_kind text, p_due timestamptz, r jsonb, p_skips jsonb) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT jsonb_build_object(
+            'timer', t.name, 'timer_id', t.id, 'kind', p_kind, 'due_at', timers._iso(p_due),
+            'yielded', 'waited for a lock', 'waited_ms', (r->>'took_ms')::bigint,
+            'lock_timeout', current_setting('lock_timeout'), 'error', r->>'error',
+            'skipped', p_skips)
+    $$;
+
+-- A run's result, marked for the runner when it held the timer back after a run yielded
+-- (pgtimers.late names it: timers._late_reason): it ran, so the runner lets it be.
+CREATE OR REPLACE FUNCTION timers._ran_after_yield(p_result jsonb, p_timer bigint) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_said text := current_setting('pgtimers.late', true);
+BEGIN
+    IF v_said LIKE '{%' AND v_said::jsonb->'timers' ? p_timer::text THEN
+        RETURN p_result || jsonb_build_object('timer_id', p_timer, 'ran_after_yield', true);
+    END IF;
+    RETURN p_result;
 END
 $$;
 
@@ -550,6 +630,7 @@ DECLARE
     v_ok boolean;
     v_late bigint;
     v_n1 timestamptz;
+    v_locks text;
 BEGIN
     SELECT * INTO t FROM timers.timers WHERE id = p_id FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
@@ -592,7 +673,7 @@ BEGIN
         IF w.n > 1 THEN
             v_event := timers._record_skips(t, w.dues[1:least(w.n - 1, v_cap)], w.n - 1,
                 w.first_due, w.before_last,
-                timers._late_reason(w.first_due), p_runner);
+                timers._late_reason(w.first_due, t.id), p_runner);
             v_skips := v_skips || jsonb_build_array(v_event);
             v_due := w.last_due;
             v_kind := 'scheduled';
@@ -605,7 +686,12 @@ BEGIN
         END IF;
     END IF;
 
+    v_locks := timers._limit_lock_waits();
     r := timers._execute(t, v_due, v_now, 1, v_planned, p_lost);
+    IF p_lost IS NULL AND r->>'sqlstate' = '55P03' THEN
+        RETURN timers._yielded(t, v_kind, v_due, r, v_skips);
+    END IF;
+    PERFORM set_config('lock_timeout', v_locks, true);
     v_ok := (r->>'ok')::boolean;
     v_late := (r->>'late_ms')::bigint;
     IF t.test_clock IS NULL THEN
@@ -654,8 +740,8 @@ BEGIN
      WHERE id = t.id;
     PERFORM timers._attempt_recorded(t, v_kind, v_due, 1, r, v_late, o.retry_at, o.given_up,
                                      o.pause, o.streak, p_runner);
-    RETURN timers._attempt_result(t, v_kind, v_due, 1, r, v_late, v_skips, o.retry_at,
-                                  o.given_up, o.pause);
+    RETURN timers._ran_after_yield(timers._attempt_result(t, v_kind, v_due, 1, r, v_late, v_skips,
+                                                          o.retry_at, o.given_up, o.pause), t.id);
 END
 $$;
 
@@ -674,6 +760,7 @@ DECLARE
     o record;
     r jsonb;
     v_ok boolean;
+    v_locks text;
 BEGIN
     IF v_now IS NULL OR t.retry_at > v_now THEN
         RETURN NULL;
@@ -683,7 +770,12 @@ BEGIN
                                              ELSE 'turned off before its retry' END, p_runner);
     END IF;
 
+    v_locks := timers._limit_lock_waits();
     r := timers._execute(t, t.retry_due_at, v_now, t.retry_attempt, t.retry_at, p_lost);
+    IF p_lost IS NULL AND r->>'sqlstate' = '55P03' THEN
+        RETURN timers._yielded(t, 'retry', t.retry_due_at, r, '[]');
+    END IF;
+    PERFORM set_config('lock_timeout', v_locks, true);
     v_ok := (r->>'ok')::boolean;
     IF t.test_clock IS NULL THEN
         v_started := (r->>'started_at')::timestamptz;
@@ -709,8 +801,9 @@ BEGIN
     PERFORM timers._attempt_recorded(t, 'retry', t.retry_due_at, t.retry_attempt, r,
                                      (r->>'late_ms')::bigint, o.retry_at, o.given_up, o.pause,
                                      o.streak, p_runner);
-    RETURN timers._attempt_result(t, 'retry', t.retry_due_at, t.retry_attempt, r,
-                                  (r->>'late_ms')::bigint, '[]', o.retry_at, o.given_up, o.pause);
+    RETURN timers._ran_after_yield(timers._attempt_result(
+        t, 'retry', t.retry_due_at, t.retry_attempt, r, (r->>'late_ms')::bigint, '[]', o.retry_at,
+        o.given_up, o.pause), t.id);
 END
 $$;
 
@@ -1073,22 +1166,23 @@ END
 $$;
 
 -- Whether a fire's result needs the runner before the next fire: a claim to run with
--- its own time limit, a failure of the run's machinery.
+-- its own time limit, a failure of the run's machinery, a run that yielded (waited too
+-- long for a lock: the next fire would claim it again; the runner holds it back).
 CREATE OR REPLACE FUNCTION timers._fire_stops(p_result jsonb) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
-    AS $$ SELECT p_result ?| ARRAY['claim', 'failed'] $$;
+    AS $$ SELECT p_result ?| ARRAY['claim', 'failed', 'yielded'] $$;
 
 -- Whether timers._fire_many hands a fire's result to the runner: it failed, skipped or
--- paused something, or the runner must act on it (timers._fire_stops). A run that went
--- well is only counted.
+-- paused something, ran a timer the runner held back (timers._ran_after_yield), or the
+-- runner must act on it (timers._fire_stops). A run that went well is only counted.
 CREATE OR REPLACE FUNCTION timers._fire_kept(p_result jsonb) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT p_result->>'ok' = 'false' OR jsonb_array_length(coalesce(p_result->'skipped', '[]')) > 0
             OR p_result->>'paused' = 'true' OR p_result->>'gave_up' IS NOT NULL
-            OR timers._fire_stops(p_result) OR p_result = '{}'
+            OR p_result ? 'ran_after_yield' OR timers._fire_stops(p_result) OR p_result = '{}'
     $$;
 
 -- ---------------------------------------------------------------------------
@@ -1115,7 +1209,11 @@ REVOKE ALL ON FUNCTION
     timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone,jsonb),
     timers._lost_outcome(jsonb),
     timers._run_clock(timers.timers,jsonb),
-    timers._late_reason(timestamp with time zone),
+    timers._late_reason(timestamp with time zone,bigint),
+    timers._limit_lock_waits(),
+    timers._lock_waiter(text),
+    timers._yielded(timers.timers,text,timestamp with time zone,jsonb,jsonb),
+    timers._ran_after_yield(jsonb,bigint),
     timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone,timestamp with time zone),
     timers._attempt_outcome(timers.timers,integer,boolean,text,timestamp with time zone,timestamp with time zone),
     timers._attempt_recorded(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,timestamp with time zone,text,boolean,integer,text),
@@ -1145,7 +1243,11 @@ GRANT EXECUTE ON FUNCTION
     timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone,jsonb),
     timers._lost_outcome(jsonb),
     timers._run_clock(timers.timers,jsonb),
-    timers._late_reason(timestamp with time zone),
+    timers._late_reason(timestamp with time zone,bigint),
+    timers._limit_lock_waits(),
+    timers._lock_waiter(text),
+    timers._yielded(timers.timers,text,timestamp with time zone,jsonb,jsonb),
+    timers._ran_after_yield(jsonb,bigint),
     timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone,timestamp with time zone),
     timers._attempt_outcome(timers.timers,integer,boolean,text,timestamp with time zone,timestamp with time zone),
     timers._attempt_recorded(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,timestamp with time zone,text,boolean,integer,text),
