@@ -173,16 +173,23 @@ BEGIN
 END
 $$;
 
--- 'every 10s|5m|2h': 1 second to 24 hours.
+-- 'every 10s|5m|2h': 1 second to 24 hours; '7 mins' and the like get what to write.
 CREATE OR REPLACE FUNCTION timers._parse_every(arg text) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     m      text[] := regexp_match(lower(coalesce(arg, '')), '^([0-9]{1,9})([smh])$');
+    v_near text[];
     v_secs bigint;
 BEGIN
     IF m IS NULL THEN
+        -- a near miss ('7 mins', '30sec', '2 hours'): name the form meant
+        v_near := regexp_match(lower(coalesce(arg, '')),
+                               '^([0-9]{1,9}) ?(s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?)$');
+        IF v_near IS NOT NULL THEN
+            PERFORM timers._schedule_fail(format('did you mean "every %s%s"?', v_near[1], left(v_near[2], 1)));
+        END IF;
         PERFORM timers._schedule_fail();
     END IF;
     v_secs := m[1]::bigint * CASE m[2] WHEN 's' THEN 1 WHEN 'm' THEN 60 ELSE 3600 END;
@@ -412,6 +419,139 @@ BEGIN
 END
 $$;
 
+-- 'monthly' arguments (w: the words after it) -> monthly spec, naming the bad part:
+--   D[,D...] T    days of the month: 1-31 ('day' for one of 1-31, as before; 29-31 skip
+--                 the months without them, as cron does), 'last', '-N' or 'last-N' (N days
+--                 before the last: -1 is the day before the last, 1 to 27 back)
+--                 -> "days": [1, 15], "from_end": [0, 3] (0 = the last day)
+--   Nth DAY T     1st-4th or last weekday of the month -> "nth": 1..4 or -1, "weekday": 0..6
+CREATE OR REPLACE FUNCTION timers._parse_monthly(w text[]) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_nw    integer := coalesce(cardinality(w), 0);
+    v_a     text := lower(coalesce(w[1], ''));
+    v_tok   text;
+    v_n     integer;
+    v_dow   integer;
+    v_days  integer[] := '{}';
+    v_back  integer[] := '{}';
+    m       text[];
+    c_ords  constant text[] := ARRAY['1st', '2nd', '3rd', '4th'];
+    c_words constant text[] := ARRAY['first', 'second', 'third', 'fourth'];
+BEGIN
+    IF v_nw = 0 THEN
+        PERFORM timers._schedule_fail('a day of the month and a time are missing, as in "monthly 1 02:00"');
+    END IF;
+    IF v_a ~ '^[0-9]+(st|nd|rd|th)$' OR v_a = ANY (c_words)
+       OR (v_a = 'last' AND v_nw >= 2 AND w[2] !~ '^[0-9]') THEN
+        -- the Nth weekday of the month
+        v_n := CASE WHEN v_a = 'last' THEN -1 ELSE array_position(c_ords, v_a) END;
+        IF v_a = ANY (c_words) THEN
+            PERFORM timers._schedule_fail(format('did you mean "%s"?', c_ords[array_position(c_words, v_a)]));
+        ELSIF v_n IS NULL THEN
+            PERFORM timers._schedule_fail(format(
+                '''%s'' is not a week of the month: use 1st, 2nd, 3rd, 4th or last (not every month has a 5th)', w[1]));
+        END IF;
+        IF v_nw < 2 THEN
+            PERFORM timers._schedule_fail(format('a day like tue is missing after ''%s''', w[1]));
+        END IF;
+        v_dow := timers._dow_number(w[2]);
+        IF v_dow IS NULL THEN
+            PERFORM timers._schedule_fail(format('''%s'' is not a day (days: sun mon tue wed thu fri sat)%s', w[2],
+                CASE WHEN timers._dow_number(left(w[2], 3)) IS NOT NULL
+                     THEN format('; did you mean "%s"?', lower(left(w[2], 3))) ELSE '' END));
+        END IF;
+        IF v_nw < 3 THEN
+            PERFORM timers._schedule_fail(format('a time like 09:30 is missing after ''%s %s''', w[1], w[2]));
+        ELSIF v_nw > 3 THEN
+            PERFORM timers._schedule_fail(format('''%s'' after the time is not part of a monthly schedule', w[4]));
+        END IF;
+        RETURN jsonb_build_object('kind', 'monthly', 'nth', v_n, 'weekday', v_dow) || timers._times_spec(w[3]);
+    END IF;
+    -- days of the month
+    IF w[1] ~ ':' THEN
+        PERFORM timers._schedule_fail('a day of the month is missing before the time, as in "monthly 1 02:00"');
+    END IF;
+    FOREACH v_tok IN ARRAY string_to_array(v_a, ',') LOOP
+        IF v_tok ~ '^[0-9]{1,4}$' THEN
+            IF v_tok::integer NOT BETWEEN 1 AND 31 THEN
+                PERFORM timers._schedule_fail(format('day %s is out of range 1-31 (or write last)', v_tok::integer));
+            END IF;
+            v_days := v_days || v_tok::integer;
+        ELSIF v_tok = 'last' THEN
+            v_back := v_back || 0;
+        ELSE
+            m := regexp_match(v_tok, '^(?:last)?-([0-9]{1,4})$');
+            IF m IS NULL THEN
+                PERFORM timers._schedule_fail(format(
+                    '''%s'' is not a day of the month: use 1-31, last, or -1 to -27 (days before the last)', v_tok));
+            END IF;
+            IF m[1]::integer NOT BETWEEN 1 AND 27 THEN
+                PERFORM timers._schedule_fail(format(
+                    '%s is out of range -1 to -27 (days before the last; -1 is the day before the last)', v_tok));
+            END IF;
+            v_back := v_back || m[1]::integer;
+        END IF;
+    END LOOP;
+    IF v_nw < 2 THEN
+        PERFORM timers._schedule_fail(format('a time like 09:30 is missing after ''%s''', w[1]));
+    ELSIF v_nw > 2 THEN
+        PERFORM timers._schedule_fail(format('''%s'' after the time is not part of a monthly schedule', w[3]));
+    END IF;
+    IF cardinality(v_days) = 1 AND cardinality(v_back) = 0 THEN
+        -- one day of the month: the spec as it always was
+        RETURN jsonb_build_object('kind', 'monthly', 'day', v_days[1]) || timers._times_spec(w[2]);
+    END IF;
+    RETURN jsonb_build_object('kind', 'monthly',
+                              'days', to_jsonb(ARRAY(SELECT DISTINCT d FROM unnest(v_days) d ORDER BY d)),
+                              'from_end', to_jsonb(ARRAY(SELECT DISTINCT d FROM unnest(v_back) d ORDER BY d)))
+           || timers._times_spec(w[2]);
+END
+$$;
+
+-- 'trading' arguments (w: the words after it) -> trading spec:
+--   CAL T                  every trading day of calendar CAL
+--   CAL first|last|last-N T  the first, last, or N-before-the-last trading day of each
+--                          month -> "nth": 1, -1, -(N+1); a month with too few is skipped
+CREATE OR REPLACE FUNCTION timers._parse_trading(w text[]) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_nw  integer := coalesce(cardinality(w), 0);
+    v_b   text := lower(coalesce(w[2], ''));
+    v_nth integer;
+    m     text[];
+BEGIN
+    IF v_nw = 0 OR w[1] ~ '^[0-9:,]+$' THEN
+        PERFORM timers._schedule_fail();
+    END IF;
+    IF v_nw = 2 AND v_b ~ '^[0-9]' THEN
+        RETURN jsonb_build_object('kind', 'trading', 'calendar', w[1]) || timers._times_spec(w[2]);
+    END IF;
+    IF v_nw = 1 THEN
+        PERFORM timers._schedule_fail(format('a time like 09:30 is missing after the calendar ''%s''', w[1]));
+    END IF;
+    m := regexp_match(v_b, '^(first|last)(?:-([0-9]{1,4}))?$');
+    IF m IS NULL OR (m[1] = 'first' AND m[2] IS NOT NULL) THEN
+        PERFORM timers._schedule_fail(format(
+            '''%s'' is not a day of the month: use first, last or last-N (N trading days before the last, 1-20)', w[2]));
+    END IF;
+    IF coalesce(m[2], '1')::integer NOT BETWEEN 1 AND 20 THEN
+        PERFORM timers._schedule_fail(format('%s is out of range last-1 to last-20', w[2]));
+    END IF;
+    IF v_nw = 2 THEN
+        PERFORM timers._schedule_fail(format('a time like 09:30 is missing after ''%s''', w[2]));
+    ELSIF v_nw > 3 THEN
+        PERFORM timers._schedule_fail(format('''%s'' after the time is not part of a trading schedule', w[4]));
+    END IF;
+    v_nth := CASE WHEN m[1] = 'first' THEN 1 ELSE -1 - coalesce(m[2], '0')::integer END;
+    RETURN jsonb_build_object('kind', 'trading', 'calendar', w[1], 'nth', v_nth) || timers._times_spec(w[3]);
+END
+$$;
+
 -- A schedule written as pg_cron takes it, without a pgtimers keyword (w: its words):
 -- a bare 5-field cron -> 'cron M H DoM Mon DoW', pg_cron's 'N seconds' (1 to 59) ->
 -- 'every Ns'. What is near but not either gets the reason (PT001) and what to write.
@@ -501,8 +641,8 @@ BEGIN
             v_word := '';
             PERFORM timers._schedule_fail('the schedule is empty');
         ELSIF v_first = 'every' THEN
-            IF v_nw <> 2 THEN PERFORM timers._schedule_fail(); END IF;
-            v_spec := timers._parse_every(w[2]);
+            IF v_nw NOT IN (2, 3) THEN PERFORM timers._schedule_fail(); END IF;
+            v_spec := timers._parse_every(array_to_string(w[2:], ' '));
         ELSIF v_first = 'hourly' THEN
             IF v_nw > 2 OR (v_nw = 2 AND w[2] !~ '^:[0-9]{1,2}$') THEN PERFORM timers._schedule_fail(); END IF;
             IF v_nw = 2 AND substr(w[2], 2)::integer > 59 THEN
@@ -515,15 +655,9 @@ BEGIN
             IF v_nw <> 2 THEN PERFORM timers._schedule_fail(); END IF;
             v_spec := jsonb_build_object('kind', 'daily') || timers._times_spec(w[2]);
         ELSIF v_first = 'monthly' THEN
-            IF v_nw <> 3 OR w[2] !~ '^[0-9]{1,2}$' THEN PERFORM timers._schedule_fail(); END IF;
-            IF w[2]::integer NOT BETWEEN 1 AND 28 THEN
-                PERFORM timers._schedule_fail(format('day %s is out of range 1-28 (so that no month is skipped)',
-                                                     w[2]::integer));
-            END IF;
-            v_spec := jsonb_build_object('kind', 'monthly', 'day', w[2]::integer) || timers._times_spec(w[3]);
+            v_spec := timers._parse_monthly(w[2:]);
         ELSIF v_first = 'trading' THEN
-            IF v_nw <> 3 OR w[2] ~ '^[0-9:,]+$' THEN PERFORM timers._schedule_fail(); END IF;
-            v_spec := jsonb_build_object('kind', 'trading', 'calendar', w[2]) || timers._times_spec(w[3]);
+            v_spec := timers._parse_trading(w[2:]);
         ELSIF v_first = 'cron' THEN
             PERFORM timers._refuse_last_day(w[4]);
             v_spec := timers._parse_cron(array_to_string(w[2:], ' '));
@@ -590,6 +724,8 @@ REVOKE ALL ON FUNCTION
     timers._once_spec(timestamp with time zone,text),
     timers._parse_once(text,text),
     timers._parse_in(text,text,timestamp with time zone),
+    timers._parse_monthly(text[]),
+    timers._parse_trading(text[]),
     timers._pg_cron_form(text[]),
     timers._refuse_last_day(text),
     timers._parse_schedule(text,text,timestamp with time zone)
@@ -610,6 +746,8 @@ GRANT EXECUTE ON FUNCTION
     timers._once_spec(timestamp with time zone,text),
     timers._parse_once(text,text),
     timers._parse_in(text,text,timestamp with time zone),
+    timers._parse_monthly(text[]),
+    timers._parse_trading(text[]),
     timers._pg_cron_form(text[]),
     timers._refuse_last_day(text),
     timers._parse_schedule(text,text,timestamp with time zone)

@@ -106,17 +106,51 @@ BEGIN
 END
 $$;
 
--- First day on or after `day` that a times-list spec runs on (NULL: none within a year).
+-- The first day on or after from_day, within the month starting at month_first, that a
+-- monthly spec runs on; NULL when none (a day 29-31 the month lacks is skipped).
+CREATE OR REPLACE FUNCTION timers._monthly_day(spec jsonb, month_first date, from_day date) RETURNS date
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_last date := (month_first + interval '1 month' - interval '1 day')::date;
+    v_nth  integer;
+    v_dow  integer;
+    v_day  date;
+BEGIN
+    IF spec ? 'nth' THEN
+        v_nth := (spec->>'nth')::integer;
+        v_dow := (spec->>'weekday')::integer;
+        IF v_nth > 0 THEN
+            v_day := month_first + (v_dow - extract(dow FROM month_first)::integer + 7) % 7 + 7 * (v_nth - 1);
+        ELSE
+            v_day := v_last - (extract(dow FROM v_last)::integer - v_dow + 7) % 7;
+        END IF;
+        RETURN CASE WHEN v_day >= from_day THEN v_day END;
+    END IF;
+    SELECT min(d) INTO v_day
+      FROM (SELECT month_first + (x::integer - 1) AS d
+              FROM jsonb_array_elements_text(coalesce(spec->'days', jsonb_build_array(spec->'day'))) x
+             WHERE x::integer <= extract(day FROM v_last)::integer
+            UNION ALL
+            SELECT v_last - x::integer
+              FROM jsonb_array_elements_text(coalesce(spec->'from_end', '[]')) x) c
+     WHERE d >= from_day;
+    RETURN v_day;
+END
+$$;
+
+-- First day on or after `day` that a times-list spec runs on (NULL: none within a year,
+-- or for the first/last trading day forms, within 24 months).
 CREATE OR REPLACE FUNCTION timers._next_day(spec jsonb, day date) RETURNS date
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_mask integer;
-    v_dow  integer;
-    v_dom  integer;
-    v_y    integer;
-    v_m    integer;
+    v_mask  integer;
+    v_dow   integer;
+    v_month date;
+    v_next  date;
 BEGIN
     CASE spec->>'kind'
     WHEN 'daily' THEN
@@ -131,19 +165,29 @@ BEGIN
         END LOOP;
         RETURN NULL;
     WHEN 'monthly' THEN
-        v_dom := (spec->>'day')::integer;
-        v_y := extract(year FROM day)::integer;
-        v_m := extract(month FROM day)::integer;
-        IF extract(day FROM day)::integer > v_dom THEN
-            v_m := v_m + 1;
-            IF v_m > 12 THEN
-                v_m := 1;
-                v_y := v_y + 1;
+        v_month := date_trunc('month', day)::date;
+        FOR i IN 1..13 LOOP
+            v_next := timers._monthly_day(spec, v_month, day);
+            IF v_next IS NOT NULL THEN
+                RETURN v_next;
             END IF;
-        END IF;
-        RETURN make_date(v_y, v_m, v_dom);
+            v_month := (v_month + interval '1 month')::date;
+        END LOOP;
+        RETURN NULL;
     WHEN 'trading' THEN
-        RETURN timers._next_trading_day(spec->>'calendar', day);
+        IF NOT spec ? 'nth' THEN
+            RETURN timers._next_trading_day(spec->>'calendar', day);
+        END IF;
+        -- the first/last trading day of each month: a month with too few is skipped
+        v_month := date_trunc('month', day)::date;
+        FOR i IN 1..24 LOOP
+            v_next := timers._nth_trading_day(spec->>'calendar', v_month, (spec->>'nth')::integer);
+            IF v_next >= day THEN
+                RETURN v_next;
+            END IF;
+            v_month := (v_month + interval '1 month')::date;
+        END LOOP;
+        RETURN NULL;
     ELSE
         RAISE EXCEPTION 'schedule kind % has no day list', spec->>'kind' USING ERRCODE = '22023';
     END CASE;
@@ -431,6 +475,43 @@ BEGIN
 END
 $$;
 
+-- What a preview of the spec should say beside its due times, else NULL: the months a
+-- day 29-31 skips, or a trading calendar that is missing (previewed as trading every day).
+CREATE OR REPLACE FUNCTION timers._schedule_note(spec jsonb) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_days text;
+    v_why  text;
+BEGIN
+    IF spec->>'kind' = 'monthly' THEN
+        SELECT string_agg(d::text, ' and ' ORDER BY d::integer),
+               string_agg(CASE d::integer WHEN 29 THEN 'February of a common year has no 29th'
+                                          WHEN 30 THEN 'February has no 30th'
+                                          ELSE 'February, April, June, September and November have no 31st' END,
+                          ', and ' ORDER BY d::integer)
+          INTO v_days, v_why
+          FROM jsonb_array_elements_text(coalesce(spec->'days', jsonb_build_array(spec->'day'))) d
+         WHERE d::integer >= 29;
+        IF v_days IS NOT NULL THEN
+            RETURN format('"%s" skips %s in the months without %s (as cron does): %s; '
+                          'write "last" for the last day of every month', spec->>'schedule',
+                          CASE WHEN v_days LIKE '% and %' THEN 'days ' ELSE 'day ' END || v_days,
+                          CASE WHEN v_days LIKE '% and %' THEN 'them' ELSE 'it' END,
+                          v_why);
+        END IF;
+    ELSIF spec->>'kind' = 'trading'
+          AND NOT EXISTS (SELECT 1 FROM timers.calendars c
+                           WHERE lower(c.name) = lower(spec->>'calendar') COLLATE "default") THEN
+        RETURN format('there is no calendar %s in database %s: this preview trades every day, '
+                      'and timers.save refuses the schedule until the calendar is made',
+                      timers._quoted(spec->>'calendar'), current_database());
+    END IF;
+    RETURN NULL;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION timers.next_runs(schedule text, n integer, after timestamptz DEFAULT now(),
                                             timezone text DEFAULT NULL)
     RETURNS SETOF timestamptz
@@ -438,9 +519,14 @@ CREATE OR REPLACE FUNCTION timers.next_runs(schedule text, n integer, after time
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_zone text;
-    v_spec jsonb;
-    v_t    timestamptz := next_runs.after;
+    v_zone    text;
+    v_spec    jsonb;
+    v_t       timestamptz := next_runs.after;
+    v_note    text;
+    v_state   text;
+    v_message text;
+    v_detail  text;
+    v_hint    text;
 BEGIN
     IF n IS NULL OR n < 1 OR n > 1000 THEN
         RAISE EXCEPTION 'n must be from 1 to 1000, not %', coalesce(n::text, 'NULL')
@@ -454,11 +540,28 @@ BEGIN
                                           (SELECT s.value FROM timers.settings s WHERE s.key = 'timezone'),
                                           'UTC'));
     v_spec := timers._parse_schedule(next_runs.schedule, v_zone, v_t);
+    v_note := timers._schedule_note(v_spec);
+    IF v_note IS NOT NULL THEN
+        RAISE NOTICE '%', v_note;
+    END IF;
     FOR i IN 1..n LOOP
         v_t := timers._next_due(v_spec, v_t, v_zone);
         EXIT WHEN v_t IS NULL;
         RETURN NEXT v_t;
     END LOOP;
+EXCEPTION WHEN OTHERS THEN
+    -- the refusal as this call's own: one line, without the CONTEXT lines of the
+    -- internal routines that raised it (same SQLSTATE, message, detail and hint)
+    GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT,
+                            v_detail = PG_EXCEPTION_DETAIL, v_hint = PG_EXCEPTION_HINT;
+    IF v_detail = '' AND v_hint = '' THEN
+        RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = v_message;
+    ELSIF v_detail = '' THEN
+        RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = v_message, HINT = v_hint;
+    ELSIF v_hint = '' THEN
+        RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = v_message, DETAIL = v_detail;
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = v_message, DETAIL = v_detail, HINT = v_hint;
 END
 $$;
 
@@ -474,6 +577,7 @@ REVOKE ALL ON FUNCTION
     timers._offset_change(timestamp with time zone,timestamp with time zone,text),
     timers._local_to_utc(timestamp without time zone,text,boolean),
     timers._next_every(bigint,timestamp with time zone,text,timestamp with time zone),
+    timers._monthly_day(jsonb,date,date),
     timers._next_day(jsonb,date),
     timers._next_wall_times(jsonb,timestamp without time zone),
     timers._next_wall_cron(jsonb,timestamp without time zone),
@@ -481,12 +585,14 @@ REVOKE ALL ON FUNCTION
     timers._next_due_wall(jsonb,timestamp with time zone,text),
     timers._next_due_elapsed(jsonb,timestamp with time zone,text),
     timers._next_due(jsonb,timestamp with time zone,text,timestamp with time zone),
+    timers._schedule_note(jsonb),
     timers.next_runs(text,integer,timestamp with time zone,text)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._offset_change(timestamp with time zone,timestamp with time zone,text),
     timers._local_to_utc(timestamp without time zone,text,boolean),
     timers._next_every(bigint,timestamp with time zone,text,timestamp with time zone),
+    timers._monthly_day(jsonb,date,date),
     timers._next_day(jsonb,date),
     timers._next_wall_times(jsonb,timestamp without time zone),
     timers._next_wall_cron(jsonb,timestamp without time zone),
@@ -494,5 +600,6 @@ GRANT EXECUTE ON FUNCTION
     timers._next_due_wall(jsonb,timestamp with time zone,text),
     timers._next_due_elapsed(jsonb,timestamp with time zone,text),
     timers._next_due(jsonb,timestamp with time zone,text,timestamp with time zone),
+    timers._schedule_note(jsonb),
     timers.next_runs(text,integer,timestamp with time zone,text)
     TO pgtimers_reader, pgtimers_runner;

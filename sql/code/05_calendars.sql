@@ -116,6 +116,42 @@ BEGIN
 END
 $$;
 
+-- The nth trading day of the month starting at month_first (nth 1: the first; -1: the
+-- last; -3: two before the last); NULL when the month has fewer. A missing calendar
+-- trades every day, as in _next_trading_day.
+CREATE OR REPLACE FUNCTION timers._nth_trading_day(p_calendar text, month_first date, nth integer) RETURNS date
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_last date := (month_first + interval '1 month' - interval '1 day')::date;
+    v_day  date;
+    v_k    integer := 0;
+BEGIN
+    IF nth > 0 THEN
+        v_day := month_first - 1;
+        FOR i IN 1..nth LOOP
+            v_day := timers._next_trading_day(p_calendar, v_day + 1);
+            IF v_day IS NULL OR v_day > v_last THEN
+                RETURN NULL;
+            END IF;
+        END LOOP;
+        RETURN v_day;
+    END IF;
+    v_day := v_last;
+    WHILE v_day >= month_first LOOP
+        IF coalesce(timers._trading_day(p_calendar, v_day), true) THEN
+            v_k := v_k + 1;
+            IF v_k = -nth THEN
+                RETURN v_day;
+            END IF;
+        END IF;
+        v_day := v_day - 1;
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+
 -- A week as text ('mon-fri', 'sun-thu', 'mon,wed,fri', 'fri-sun', 'weekdays', 'none')
 -- as a mask: bit 0 = Sunday .. bit 6 = Saturday.
 CREATE OR REPLACE FUNCTION timers._parse_week(p_week text) RETURNS smallint
@@ -574,6 +610,7 @@ $$;
 REVOKE ALL ON FUNCTION
     timers._trading_day(text,date),
     timers._next_trading_day(text,date),
+    timers._nth_trading_day(text,date,integer),
     timers._parse_week(text),
     timers._week_mask(text),
     timers._week_text(smallint),
@@ -601,7 +638,8 @@ REVOKE ALL ON FUNCTION
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._trading_day(text,date),
-    timers._next_trading_day(text,date)
+    timers._next_trading_day(text,date),
+    timers._nth_trading_day(text,date,integer)
     TO pgtimers_reader, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._parse_week(text),

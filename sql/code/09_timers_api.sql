@@ -383,7 +383,7 @@ BEGIN
             -- which one: the message as timers.save gives it, after "timer <i>: "
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT,
                                     v_hint = PG_EXCEPTION_HINT;
-            IF v_hint IS NULL THEN
+            IF v_hint = '' THEN  -- (none: GET DIAGNOSTICS gives '')
                 RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = format('timer %s: %s', i, v_message);
             END IF;
             RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = format('timer %s: %s', i, v_message),
@@ -408,6 +408,11 @@ CREATE OR REPLACE FUNCTION timers.save(
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
+DECLARE
+    v_state   text;
+    v_message text;
+    v_detail  text;
+    v_hint    text;
 BEGIN
     PERFORM timers._require_admin('save a timer');
     IF save.enabled IS NULL OR save.locked IS NULL THEN
@@ -423,6 +428,19 @@ BEGIN
         'locked', save.locked, 'test_clock', save.test_clock, 'retries', save.retries,
         'retry_delay', save.retry_delay, 'pause_after', save.pause_after, 'jitter', save.jitter,
         'priority', save.priority)))[1]);
+EXCEPTION WHEN OTHERS THEN
+    -- the refusal as this call's own: one line, without the CONTEXT lines of the
+    -- internal routines that raised it (same SQLSTATE, message, detail and hint)
+    GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT,
+                            v_detail = PG_EXCEPTION_DETAIL, v_hint = PG_EXCEPTION_HINT;
+    IF v_detail = '' AND v_hint = '' THEN
+        RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = v_message;
+    ELSIF v_detail = '' THEN
+        RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = v_message, HINT = v_hint;
+    ELSIF v_hint = '' THEN
+        RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = v_message, DETAIL = v_detail;
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = v_message, DETAIL = v_detail, HINT = v_hint;
 END
 $$;
 
@@ -433,6 +451,11 @@ CREATE OR REPLACE FUNCTION timers.save_many(timers jsonb) RETURNS integer
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
+DECLARE
+    v_state   text;
+    v_message text;
+    v_detail  text;
+    v_hint    text;
 BEGIN
     PERFORM timers._require_admin('save timers');
     IF jsonb_typeof(save_many.timers) IS DISTINCT FROM 'array' THEN
@@ -440,6 +463,19 @@ BEGIN
             coalesce(jsonb_typeof(save_many.timers), 'NULL') USING ERRCODE = '22023';
     END IF;
     RETURN cardinality(timers._save(current_user, save_many.timers));
+EXCEPTION WHEN OTHERS THEN
+    -- the refusal as this call's own: one line, without the CONTEXT lines of the
+    -- internal routines that raised it (same SQLSTATE, message, detail and hint)
+    GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT,
+                            v_detail = PG_EXCEPTION_DETAIL, v_hint = PG_EXCEPTION_HINT;
+    IF v_detail = '' AND v_hint = '' THEN
+        RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = v_message;
+    ELSIF v_detail = '' THEN
+        RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = v_message, HINT = v_hint;
+    ELSIF v_hint = '' THEN
+        RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = v_message, DETAIL = v_detail;
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = v_message, DETAIL = v_detail, HINT = v_hint;
 END
 $$;
 

@@ -733,17 +733,19 @@ def test_spec_shapes(ro: psycopg.Connection, schedule: str, spec: dict[str, Any]
         ),
         ("weekly 11:00", "bad \"weekly\" schedule 'weekly 11:00'; "),
         (
-            "monthly 29 02:00",
-            "bad \"monthly\" schedule 'monthly 29 02:00': day 29 is out of range "
-            "1-28 (so that no month is skipped); ",
+            "monthly 0 02:00",
+            "bad \"monthly\" schedule 'monthly 0 02:00': day 0 is out of range 1-31 (or write last); ",
         ),
         (
-            "monthly 0 02:00",
-            "bad \"monthly\" schedule 'monthly 0 02:00': day 0 is out of range "
-            "1-28 (so that no month is skipped); ",
+            "monthly 02:00",
+            "bad \"monthly\" schedule 'monthly 02:00': a day of the month is missing before "
+            'the time, as in "monthly 1 02:00"; ',
         ),
-        ("monthly 02:00", "bad \"monthly\" schedule 'monthly 02:00'; "),
-        ("trading nepse", "bad \"trading\" schedule 'trading nepse'; "),
+        (
+            "trading nepse",
+            "bad \"trading\" schedule 'trading nepse': a time like 09:30 is missing after "
+            "the calendar 'nepse'; ",
+        ),
         ("trading 15:05", "bad \"trading\" schedule 'trading 15:05'; "),
         (
             "trading nepse 15:5",
