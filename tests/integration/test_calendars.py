@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
@@ -157,3 +158,115 @@ def test_calendar_changes_are_admin_only(db: Database) -> None:
         assert reader.execute("SELECT timers.is_trading_day('c', '2027-01-04')").fetchone() == (
             True,
         )
+
+
+# ------------------------------------------------------------------ first/last of the month
+
+
+def edge_calendar(conn: psycopg.Connection) -> set[dt.date]:
+    """Calendar 'edge', mon-fri, with holidays on many month edges in 2025-2044: its holidays."""
+    holidays = {
+        dt.date(y, m, d)
+        for y in range(2025, 2045)
+        for (m, d) in [
+            (1, 1),
+            (3, 1),
+            (3, 2),
+            (3, 31),
+            (6, 30),
+            (6, 29),
+            (7, 4),
+            (12, 25),
+            (12, 31),
+        ]
+    }
+    conn.execute("SELECT timers.save_calendar('edge', 'mon-fri')")
+    conn.execute(
+        "INSERT INTO timers.calendar_days (calendar, day, trading)"
+        " SELECT 'edge', d, false FROM unnest(%s::date[]) d",
+        [sorted(holidays)],
+    )
+    return holidays
+
+
+def month_trading_days(y: int, m: int, holidays: set[dt.date]) -> list[dt.date]:
+    first = dt.date(y, m, 1)
+    days = (first + dt.timedelta(days=i) for i in range(31))
+    return [d for d in days if d.month == m and d.weekday() < 5 and d not in holidays]
+
+
+@pytest.mark.parametrize(("which", "pick"), [("first", 0), ("last", -1), ("last-2", -3)])
+def test_first_and_last_trading_days_for_twenty_years(
+    conn: psycopg.Connection, which: str, pick: int
+) -> None:
+    holidays = edge_calendar(conn)
+    ny = ZoneInfo("America/New_York")
+    expected = [
+        dt.datetime.combine(month_trading_days(y, m, holidays)[pick], dt.time(15, 5), ny)
+        for y in range(2025, 2045)
+        for m in range(1, 13)
+    ]
+    rows = conn.execute(
+        "SELECT t FROM timers.next_runs(%s, 240, after => '2025-01-01 00:00-05',"
+        " timezone => 'America/New_York') t",
+        [f"trading edge {which} 15:05"],
+    ).fetchall()
+    assert [r[0] for r in rows] == expected
+
+
+def test_first_and_last_follow_calendar_edits_at_once(conn: psycopg.Connection) -> None:
+    conn.execute("SELECT timers.save_calendar('desk', 'mon-fri')")
+    conn.execute("SELECT timers.create_test_clock('c', '2027-01-04 12:00Z')")
+    for name, schedule in [
+        ("first", "trading desk first 10:00"),
+        ("last", "trading desk last 15:05"),
+        ("last2", "trading desk last-2 15:05"),
+    ]:
+        conn.execute(
+            "SELECT timers.save(%s, %s, 'SELECT 1', timezone => 'America/New_York',"
+            " test_clock => 'c')",
+            [name, schedule],
+        )
+
+    def due() -> list[str]:
+        return [
+            (next_due(conn, n) or dt.datetime.min)
+            .astimezone(ZoneInfo("America/New_York"))
+            .strftime("%a %m-%d %H:%M")
+            for n in ("first", "last", "last2")
+        ]
+
+    # Fri 1 Jan 2027 has passed: the first of February; January ends on Fri 29
+    assert due() == ["Mon 02-01 10:00", "Fri 01-29 15:05", "Wed 01-27 15:05"]
+    conn.execute("SELECT timers.add_holiday('desk', '2027-02-01')")
+    conn.execute("SELECT timers.add_holiday('desk', '2027-01-28')")
+    assert due() == ["Tue 02-02 10:00", "Fri 01-29 15:05", "Tue 01-26 15:05"]
+    conn.execute("SELECT timers.add_trading_day('desk', '2027-01-30', 'make-up Saturday')")
+    assert due() == ["Tue 02-02 10:00", "Sat 01-30 15:05", "Wed 01-27 15:05"]
+    conn.execute("SELECT timers.remove_day('desk', '2027-01-30')")
+    conn.execute("SELECT timers.remove_day('desk', '2027-02-01')")
+    assert due() == ["Mon 02-01 10:00", "Fri 01-29 15:05", "Tue 01-26 15:05"]
+    # a Sun-Thu week from Fri 29 January: Sun 31 trades, Thu 28 is still a holiday
+    conn.execute("SELECT timers.set_calendar_week('desk', '2027-01-29', 'sun-thu')")
+    assert due() == ["Mon 02-01 10:00", "Sun 01-31 15:05", "Tue 01-26 15:05"]
+
+
+def test_first_trading_day_with_a_holiday_on_the_first(conn: psycopg.Connection) -> None:
+    conn.execute("SELECT timers.save_calendar('nyse', 'mon-fri')")
+    conn.execute("SELECT timers.add_holiday('nyse', '2027-01-01', 'New Year')")
+    conn.execute("SELECT timers.add_holiday('nyse', '2026-12-31', 'closed')")
+    conn.execute("SELECT timers.add_holiday('nyse', '2026-12-25', 'Christmas')")
+    rows = conn.execute(
+        "SELECT to_char(t AT TIME ZONE 'Asia/Kathmandu', 'Dy YYYY-MM-DD HH24:MI')"
+        " FROM timers.next_runs(%s, 2, after => '2026-12-01 00:00+05:45',"
+        " timezone => 'Asia/Kathmandu') t",
+        ["trading nyse last-4 15:05"],
+    ).fetchall()
+    # Dec 2026 trades 1-4, 7-11, 14-18, 21-24, 28-30: the 5th from the end is Wed 23
+    assert [r[0] for r in rows] == ["Wed 2026-12-23 15:05", "Mon 2027-01-25 15:05"]
+    rows = conn.execute(
+        "SELECT to_char(t AT TIME ZONE 'Asia/Kathmandu', 'Dy YYYY-MM-DD HH24:MI')"
+        " FROM timers.next_runs('trading nyse first 10:00', 1, after => '2026-12-02 00:00+05:45',"
+        " timezone => 'Asia/Kathmandu') t"
+    ).fetchall()
+    assert rows == [("Mon 2027-01-04 10:00",)]

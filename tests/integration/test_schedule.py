@@ -734,7 +734,8 @@ def test_spec_shapes(ro: psycopg.Connection, schedule: str, spec: dict[str, Any]
         ("weekly 11:00", "bad \"weekly\" schedule 'weekly 11:00'; "),
         (
             "monthly 0 02:00",
-            "bad \"monthly\" schedule 'monthly 0 02:00': day 0 is out of range 1-31 (or write last); ",
+            "bad \"monthly\" schedule 'monthly 0 02:00': day 0 is out of range 1-31 "
+            "(or write last); ",
         ),
         (
             "monthly 02:00",
