@@ -67,11 +67,19 @@ class _Formatter(logging.Formatter):
         return f"ts={stamp} level={record.levelname.lower()} {record.getMessage()}"
 
 
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    # whatever sys.stderr is when a line is written (a test's capture, a redirect made
+    # after setup), not the one of the first setup
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
 def setup(level: int = logging.INFO) -> None:
     """Send the runner's lines to stderr (idempotent)."""
     if any(getattr(h, "_pgtimers", False) for h in LOGGER.handlers):
         return
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _Stderr(sys.stderr)
     handler.setFormatter(_Formatter())
     handler._pgtimers = True  # type: ignore[attr-defined]
     LOGGER.addHandler(handler)
