@@ -400,10 +400,8 @@ BEGIN
     WHILE v_m <> 0 LOOP
         v_b := timers._lowbit(v_m);
         v_m := v_m & (v_m - 1);
-        v_d := 1 + (v_b % 7 - w1 + 7) % 7 + 7 * (v_b / 7);
-        IF v_d <= ndays THEN
-            v_dow := v_dow | (1::bigint << v_d);
-        END IF;
+        -- a 5th past the month's end is cut off with the other days past it below
+        v_dow := v_dow | (1::bigint << (1 + (v_b % 7 - w1 + 7) % 7 + 7 * (v_b / 7)));
     END LOOP;
     RETURN CASE WHEN day_or THEN v_dom | v_dow ELSE v_dom & v_dow END
            & ((1::bigint << (ndays + 1)) - 2);

@@ -215,6 +215,8 @@ BAD = [
     ("cron 0 0 L-30 2 *", "day of month L-30 never occurs in month 2"),
     ("cron 0 0 8-14/2 * 1#1", "'1#1' in the day-of-week field takes no day of month"),
     ("cron 0 0 */14 * 1#2", "day of month */14 and day of week 1#2 never fall on one day"),
+    # the 1st and 31st are never a 5th Monday of February (a 31st would be, if there were one)
+    ("cron 0 0 */30 2 1#5", "day of month */30 and day of week 1#5 never fall on one day"),
     ("0 0 L-31 * *", "'L-31' in the day-of-month field"),
 ]
 
