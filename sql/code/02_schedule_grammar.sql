@@ -221,6 +221,11 @@ DECLARE
     v_mask bigint := 0;
 BEGIN
     FOREACH v_item IN ARRAY string_to_array(field, ',') LOOP
+        IF lower(v_item) ~ '^(l|lw|l-[0-9]+|[0-9]+[lw]|[a-z0-9]+#[0-9]+|[$])$' THEN
+            PERFORM timers._schedule_fail(format(
+                '''%s'' in the %s field: L, W, # and $ belong in the day-of-month field (L, L-3, 15W, LW, $) '
+                'or the day-of-week field (5L, 2#3)', v_item, what));
+        END IF;
         m := regexp_match(lower(v_item), '^(\*|[a-z0-9]+)(?:-([a-z0-9]+))?(?:/([0-9]+))?$');
         IF m IS NULL THEN
             PERFORM timers._schedule_fail(format('''%s'' is not a valid %s field', field, what));
@@ -270,6 +275,146 @@ BEGIN
 END
 $$;
 
+-- The day rules of a day field (the forms croniter and Quartz add to cron), split from
+-- its plain items. Day of month: L and pg_cron's $ (the last day), L-n (the n-th day
+-- before the last, n 1-30), dW (the weekday nearest day d within the month, d 1-31),
+-- LW (the last weekday). Day of week: wL (the last weekday w of the month), w#k (the
+-- k-th, k 1-5); w is 0-7 or a name. Returns {plain: the other items joined by ',',
+-- last: bit n = L-n (day of month) or bit w = wL (day of week), near: bit d = dW
+-- (LW = 31W: a day past the month's end is its last day, as croniter reads it),
+-- nth: bit 7*(k-1)+w = w#k}.
+CREATE OR REPLACE FUNCTION timers._parse_cron_rules(field text, what text) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_days  constant text[] := ARRAY['sun','mon','tue','wed','thu','fri','sat'];
+    v_dom   constant boolean := what = 'day of month';
+    v_item  text;
+    v_low   text;
+    m       text[];
+    v_plain text[] := ARRAY[]::text[];
+    v_last  bigint := 0;
+    v_near  bigint := 0;
+    v_nth   bigint := 0;
+    v_n     integer;
+    v_w     integer;
+BEGIN
+    FOREACH v_item IN ARRAY string_to_array(field, ',') LOOP
+        v_low := lower(v_item);
+        IF v_dom AND v_low !~ '^[0-9*/-]*$' THEN
+            m := regexp_match(v_low, '^(?:(l|[$])|l-([0-9]{1,4})|(lw)|([0-9]{1,4})w)$');
+            IF m IS NULL THEN
+                PERFORM timers._schedule_fail(format(
+                    '''%s'' in the day-of-month field: write L or $ (the last day), L-3 (the third day before '
+                    'the last), 15W (the weekday nearest the 15th) or LW (the last weekday), each on its own '
+                    'between commas', v_item));
+            ELSIF m[1] IS NOT NULL THEN
+                v_last := v_last | 1;
+            ELSIF m[2] IS NOT NULL THEN
+                v_n := m[2]::integer;
+                IF v_n NOT BETWEEN 1 AND 30 THEN
+                    PERFORM timers._schedule_fail(format(
+                        '''%s'' in the day-of-month field: L-n counts 1 to 30 days back from the last day',
+                        v_item));
+                END IF;
+                v_last := v_last | (1::bigint << v_n);
+            ELSE
+                v_n := coalesce(m[4]::integer, 31);
+                IF v_n NOT BETWEEN 1 AND 31 THEN
+                    PERFORM timers._schedule_fail(format(
+                        '''%s'' in the day-of-month field: W takes a day of month 1-31 (15W), or L (LW)', v_item));
+                END IF;
+                v_near := v_near | (1::bigint << v_n);
+            END IF;
+        ELSIF NOT v_dom AND v_low ~ '[#l$]|^[0-9]*w$' THEN
+            m := regexp_match(v_low, '^([0-9]{1,4}|[a-z]{3})(?:(l)|#([0-9]{1,4}))$');
+            v_w := CASE WHEN m IS NULL THEN NULL
+                        WHEN m[1] ~ '^[0-9]+$' AND m[1]::integer <= 7 THEN m[1]::integer % 7
+                        ELSE array_position(v_days, m[1]) - 1 END;
+            IF m IS NULL THEN
+                PERFORM timers._schedule_fail(format(
+                    '''%s'' in the day-of-week field: write 5L (the last Friday of the month) or 2#3 (its third '
+                    'Tuesday), each on its own between commas; L alone and W belong in the day-of-month field',
+                    v_item));
+            ELSIF v_w IS NULL THEN
+                PERFORM timers._schedule_fail(format(
+                    '''%s'' in the day-of-week field: ''%s'' is not a day of week (0-7 or sun-sat)', v_item, m[1]));
+            ELSIF m[2] IS NOT NULL THEN
+                v_last := v_last | (1::bigint << v_w);
+            ELSIF m[3]::integer NOT BETWEEN 1 AND 5 THEN
+                PERFORM timers._schedule_fail(format(
+                    '''%s'' in the day-of-week field: the week of the month after # is 1-5', v_item));
+            ELSE
+                v_nth := v_nth | (1::bigint << (7 * (m[3]::integer - 1) + v_w));
+            END IF;
+        ELSE
+            v_plain := v_plain || v_item;
+        END IF;
+    END LOOP;
+    RETURN jsonb_build_object('plain', array_to_string(v_plain, ','), 'last', v_last, 'near', v_near, 'nth', v_nth);
+END
+$$;
+
+-- The days of one month a cron expression runs on (bit d = day d): the month has
+-- ndays days and its 1st is weekday w1 (0 = Sunday). dom and dow are the plain
+-- masks; the day rules: dom_last (bit n = L-n), dom_near (bit d = dW, a d past the
+-- end is the last day), dow_last (bit w = the last weekday w), dow_nth (bit
+-- 7*(k-1)+w = the k-th weekday w). The planner calls it once per month it looks at.
+CREATE OR REPLACE FUNCTION timers._cron_month_days(dom bigint, dow bigint, day_or boolean,
+                                                   dom_last bigint, dom_near bigint, dow_last bigint,
+                                                   dow_nth bigint, ndays integer, w1 integer)
+    RETURNS bigint
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_week bigint := (((dow >> w1) | (dow << (7 - w1))) & 127) << 1;
+    v_dom  bigint := dom;
+    v_dow  bigint := v_week | (v_week << 7) | (v_week << 14) | (v_week << 21) | (v_week << 28);
+    v_m    bigint;
+    v_b    integer;
+    v_d    integer;
+    v_wd   integer;
+BEGIN
+    v_m := dom_last;
+    WHILE v_m <> 0 LOOP
+        v_b := timers._lowbit(v_m);
+        v_m := v_m & (v_m - 1);
+        IF ndays - v_b >= 1 THEN
+            v_dom := v_dom | (1::bigint << (ndays - v_b));
+        END IF;
+    END LOOP;
+    v_m := dom_near;
+    WHILE v_m <> 0 LOOP
+        v_d := least(timers._lowbit(v_m), ndays);
+        v_m := v_m & (v_m - 1);
+        v_wd := (w1 + v_d - 1) % 7;
+        -- Saturday: the Friday before, or Monday the 3rd when the 1st is a Saturday;
+        -- Sunday: the Monday after, or the Friday before when it is the last day
+        v_d := CASE WHEN v_wd = 6 THEN CASE WHEN v_d > 1 THEN v_d - 1 ELSE v_d + 2 END
+                    WHEN v_wd = 0 THEN CASE WHEN v_d < ndays THEN v_d + 1 ELSE v_d - 2 END
+                    ELSE v_d END;
+        v_dom := v_dom | (1::bigint << v_d);
+    END LOOP;
+    v_m := dow_last;
+    WHILE v_m <> 0 LOOP
+        v_b := timers._lowbit(v_m);
+        v_m := v_m & (v_m - 1);
+        v_dow := v_dow | (1::bigint << (ndays - ((w1 + ndays - 1 - v_b + 7) % 7)));
+    END LOOP;
+    v_m := dow_nth;
+    WHILE v_m <> 0 LOOP
+        v_b := timers._lowbit(v_m);
+        v_m := v_m & (v_m - 1);
+        -- a 5th past the month's end is cut off with the other days past it below
+        v_dow := v_dow | (1::bigint << (1 + (v_b % 7 - w1 + 7) % 7 + 7 * (v_b / 7)));
+    END LOOP;
+    RETURN CASE WHEN day_or THEN v_dom | v_dow ELSE v_dom & v_dow END
+           & ((1::bigint << (ndays + 1)) - 2);
+END
+$$;
+
 -- Sorted values of a bit mask.
 CREATE OR REPLACE FUNCTION timers._mask_values(mask bigint) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -281,9 +426,14 @@ CREATE OR REPLACE FUNCTION timers._mask_values(mask bigint) RETURNS jsonb
 
 -- 'M H DoM Mon DoW' (or an @alias) -> cron spec with bit masks.
 --   day_or: both day fields restricted (neither starts with '*'): a day matches
---           when either matches (Vixie cron); otherwise both must match.
+--           when either matches (Vixie cron); otherwise both must match. A day
+--           rule that croniter does not OR (dW and LW beside a restricted day of
+--           week, wL and w#k beside a restricted day of month: it keeps only the
+--           rule's days there) is refused in that case rather than read either way.
 --   clock:  'elapsed' when the minute or hour field starts with '*' (Vixie's
 --           wildcard jobs), else 'wall'.
+--   dom_last_mask, dom_near_mask, dow_last_mask, dow_nth_mask: the day rules
+--           (_parse_cron_rules), present only when the expression has one.
 CREATE OR REPLACE FUNCTION timers._parse_cron(expr text) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
     SET search_path = pg_catalog, pg_temp
@@ -297,6 +447,9 @@ DECLARE
     v_mon    bigint;
     v_dow    bigint;
     v_day_or boolean;
+    v_domr   jsonb;
+    v_dowr   jsonb;
+    v_rules  jsonb := '{}';
     v_months constant text[] := ARRAY['jan','feb','mar','apr','may','jun','jul','aug','sep','oct','nov','dec'];
     v_days   constant text[] := ARRAY['sun','mon','tue','wed','thu','fri','sat'];
     v_maxday constant integer[] := ARRAY[31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
@@ -317,15 +470,59 @@ BEGIN
     END IF;
     v_min  := timers._parse_cron_field(f[1], 'minute', 0, 59);
     v_hour := timers._parse_cron_field(f[2], 'hour', 0, 23);
-    v_dom  := timers._parse_cron_field(f[3], 'day of month', 1, 31);
+    v_domr := timers._parse_cron_rules(f[3], 'day of month');
+    v_dom  := CASE WHEN v_domr->>'plain' = '' THEN 0
+                   ELSE timers._parse_cron_field(v_domr->>'plain', 'day of month', 1, 31) END;
     v_mon  := timers._parse_cron_field(f[4], 'month', 1, 12, v_months);
-    v_dow  := timers._parse_cron_field(f[5], 'day of week', 0, 7, v_days);
+    v_dowr := timers._parse_cron_rules(f[5], 'day of week');
+    v_dow  := CASE WHEN v_dowr->>'plain' = '' THEN 0
+                   ELSE timers._parse_cron_field(v_dowr->>'plain', 'day of week', 0, 7, v_days) END;
     v_day_or := left(f[3], 1) <> '*' AND left(f[5], 1) <> '*';
+    IF (v_domr->>'last')::bigint <> 0 THEN
+        v_rules := v_rules || jsonb_build_object('dom_last_mask', (v_domr->>'last')::bigint);
+    END IF;
+    IF (v_domr->>'near')::bigint <> 0 THEN
+        v_rules := v_rules || jsonb_build_object('dom_near_mask', (v_domr->>'near')::bigint);
+        IF v_day_or THEN
+            PERFORM timers._schedule_fail(format(
+                '''%s'' in the day-of-month field takes no day of week beside it: write * in the day-of-week '
+                'field (with both fields restricted cron runs on either, and croniter would keep only the W days)',
+                (SELECT i FROM unnest(string_to_array(f[3], ',')) i WHERE i ~* 'w' LIMIT 1)));
+        END IF;
+    END IF;
+    IF (v_dowr->>'last')::bigint <> 0 THEN
+        v_rules := v_rules || jsonb_build_object('dow_last_mask', (v_dowr->>'last')::bigint);
+    END IF;
+    IF (v_dowr->>'nth')::bigint <> 0 THEN
+        v_rules := v_rules || jsonb_build_object('dow_nth_mask', (v_dowr->>'nth')::bigint);
+    END IF;
+    IF v_day_or AND ((v_dowr->>'last')::bigint <> 0 OR (v_dowr->>'nth')::bigint <> 0) THEN
+        PERFORM timers._schedule_fail(format(
+            '''%s'' in the day-of-week field takes no day of month beside it: write * in the day-of-month '
+            'field (with both fields restricted cron runs on either, and croniter would keep only the %s days)',
+            (SELECT i FROM unnest(string_to_array(f[5], ',')) i WHERE i ~* '[#l]' LIMIT 1),
+            CASE WHEN (v_dowr->>'nth')::bigint <> 0 THEN '#' ELSE 'L' END));
+    END IF;
     -- a day-of-month the months never have can never match (unless day_or adds weekdays)
-    IF NOT v_day_or AND NOT EXISTS (
+    IF v_rules = '{}' AND NOT v_day_or AND NOT EXISTS (
         SELECT 1 FROM generate_series(1, 12) mo, generate_series(1, 31) d
          WHERE (v_mon >> mo) & 1 = 1 AND (v_dom >> d) & 1 = 1 AND d <= v_maxday[mo]) THEN
         PERFORM timers._schedule_fail(format('day of month %s never occurs in month %s', f[3], f[4]));
+    END IF;
+    -- with a day rule: some month must have a day that matches (in the 400-year
+    -- cycle each month starts on each weekday, February also in leap years)
+    IF v_rules <> '{}' AND NOT EXISTS (
+        SELECT 1 FROM generate_series(1, 12) mo, generate_series(0, 6) w1,
+                      unnest(CASE WHEN mo = 2 THEN ARRAY[28, 29] ELSE ARRAY[v_maxday[mo]] END) nd
+         WHERE (v_mon >> mo) & 1 = 1
+           AND timers._cron_month_days(v_dom, v_dow, v_day_or,
+                                       coalesce((v_rules->>'dom_last_mask')::bigint, 0),
+                                       coalesce((v_rules->>'dom_near_mask')::bigint, 0),
+                                       coalesce((v_rules->>'dow_last_mask')::bigint, 0),
+                                       coalesce((v_rules->>'dow_nth_mask')::bigint, 0), nd, w1) <> 0) THEN
+        PERFORM timers._schedule_fail(CASE
+            WHEN f[5] = '*' THEN format('day of month %s never occurs in month %s', f[3], f[4])
+            ELSE format('day of month %s and day of week %s never fall on one day in month %s', f[3], f[5], f[4]) END);
     END IF;
     RETURN jsonb_build_object(
         'kind', 'cron',
@@ -338,7 +535,7 @@ BEGIN
         'minute_mask', v_min, 'hour_mask', v_hour, 'dom_mask', v_dom,
         'month_mask', v_mon, 'dow_mask', v_dow,
         'day_or', v_day_or,
-        'clock', CASE WHEN left(f[1], 1) = '*' OR left(f[2], 1) = '*' THEN 'elapsed' ELSE 'wall' END);
+        'clock', CASE WHEN left(f[1], 1) = '*' OR left(f[2], 1) = '*' THEN 'elapsed' ELSE 'wall' END) || v_rules;
 END
 $$;
 
@@ -593,22 +790,7 @@ BEGIN
         PERFORM timers._schedule_fail(format(
             'a cron schedule has 5 fields (minute hour day-of-month month day-of-week), got %s', v_nw));
     END IF;
-    PERFORM timers._refuse_last_day(w[3]);
     RETURN 'cron ' || array_to_string(w, ' ');
-END
-$$;
-
--- pg_cron's '$' (the last day of the month) in a day-of-month field: refused, naming it.
-CREATE OR REPLACE FUNCTION timers._refuse_last_day(dom text) RETURNS void
-    LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-BEGIN
-    IF strpos(coalesce(dom, ''), '$') > 0 THEN
-        PERFORM timers._schedule_fail(
-            '''$'' (pg_cron''s last day of the month) is not supported; use day of month 28-31 '
-            'with a check in the SQL that tomorrow is the 1st');
-    END IF;
 END
 $$;
 
@@ -659,7 +841,6 @@ BEGIN
         ELSIF v_first = 'trading' THEN
             v_spec := timers._parse_trading(w[2:]);
         ELSIF v_first = 'cron' THEN
-            PERFORM timers._refuse_last_day(w[4]);
             v_spec := timers._parse_cron(array_to_string(w[2:], ' '));
         ELSIF v_first ~ '^[0-9*]' THEN
             -- pg_cron's habits (a bare cron, 'N seconds'), stored in the pgtimers form
@@ -719,6 +900,8 @@ REVOKE ALL ON FUNCTION
     timers._times_spec(text),
     timers._parse_every(text),
     timers._parse_cron_field(text,text,integer,integer,text[]),
+    timers._parse_cron_rules(text,text),
+    timers._cron_month_days(bigint,bigint,boolean,bigint,bigint,bigint,bigint,integer,integer),
     timers._mask_values(bigint),
     timers._parse_cron(text),
     timers._once_spec(timestamp with time zone,text),
@@ -727,7 +910,6 @@ REVOKE ALL ON FUNCTION
     timers._parse_monthly(text[]),
     timers._parse_trading(text[]),
     timers._pg_cron_form(text[]),
-    timers._refuse_last_day(text),
     timers._parse_schedule(text,text,timestamp with time zone)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
@@ -741,6 +923,8 @@ GRANT EXECUTE ON FUNCTION
     timers._times_spec(text),
     timers._parse_every(text),
     timers._parse_cron_field(text,text,integer,integer,text[]),
+    timers._parse_cron_rules(text,text),
+    timers._cron_month_days(bigint,bigint,boolean,bigint,bigint,bigint,bigint,integer,integer),
     timers._mask_values(bigint),
     timers._parse_cron(text),
     timers._once_spec(timestamp with time zone,text),
@@ -749,6 +933,5 @@ GRANT EXECUTE ON FUNCTION
     timers._parse_monthly(text[]),
     timers._parse_trading(text[]),
     timers._pg_cron_form(text[]),
-    timers._refuse_last_day(text),
     timers._parse_schedule(text,text,timestamp with time zone)
     TO pgtimers_reader, pgtimers_runner;

@@ -227,7 +227,8 @@ $$;
 
 -- Smallest wall time >= w0 (whole minutes) matching a cron spec. Jumps field by
 -- field: month, then day, then hour, then minute, using bit masks; a year with
--- no match costs at most 13 steps. Gives up (NULL) after 400 years, a full
+-- no match costs at most 13 steps. A day rule (L, W, #) is worked out per month,
+-- where the day is chosen (timers._cron_month_days). Gives up (NULL) after 400 years, a full
 -- Gregorian cycle, which parsing already guarantees never happens.
 CREATE OR REPLACE FUNCTION timers._next_wall_cron(spec jsonb, w0 timestamp) RETURNS timestamp
     LANGUAGE plpgsql IMMUTABLE
@@ -240,6 +241,11 @@ DECLARE
     c_mon    constant bigint := (spec->>'month_mask')::bigint;
     c_dow    constant bigint := (spec->>'dow_mask')::bigint;
     c_or     constant boolean := (spec->>'day_or')::boolean;
+    c_dlast  constant bigint := coalesce((spec->>'dom_last_mask')::bigint, 0);
+    c_near   constant bigint := coalesce((spec->>'dom_near_mask')::bigint, 0);
+    c_wlast  constant bigint := coalesce((spec->>'dow_last_mask')::bigint, 0);
+    c_nth    constant bigint := coalesce((spec->>'dow_nth_mask')::bigint, 0);
+    c_rules  constant boolean := c_dlast <> 0 OR c_near <> 0 OR c_wlast <> 0 OR c_nth <> 0;
     v_t      timestamp := date_trunc('minute', w0);
     v_y      integer;
     v_mo     integer;
@@ -278,13 +284,18 @@ BEGIN
         IF v_b <> v_mo THEN
             v_mo := v_b; v_d := 1; v_h := 0; v_mi := 0;
         END IF;
-        -- day: the day-of-week mask laid over this month's days (bit d = day d)
+        -- day: the day-of-week mask laid over this month's days (bit d = day d);
+        -- the day rules (L, W, #) are worked out for this month
         v_first := make_date(v_y, v_mo, 1);
         v_ndays := extract(day FROM (v_first + interval '1 month' - interval '1 day'))::integer;
         v_w1 := extract(dow FROM v_first)::integer;
-        v_week := (((c_dow >> v_w1) | (c_dow << (7 - v_w1))) & 127) << 1;
-        v_days := v_week | (v_week << 7) | (v_week << 14) | (v_week << 21) | (v_week << 28);
-        v_x := CASE WHEN c_or THEN c_dom | v_days ELSE c_dom & v_days END;
+        IF c_rules THEN
+            v_x := timers._cron_month_days(c_dom, c_dow, c_or, c_dlast, c_near, c_wlast, c_nth, v_ndays, v_w1);
+        ELSE
+            v_week := (((c_dow >> v_w1) | (c_dow << (7 - v_w1))) & 127) << 1;
+            v_days := v_week | (v_week << 7) | (v_week << 14) | (v_week << 21) | (v_week << 28);
+            v_x := CASE WHEN c_or THEN c_dom | v_days ELSE c_dom & v_days END;
+        END IF;
         v_x := v_x & ((1::bigint << (v_ndays + 1)) - 2) & ~((1::bigint << v_d) - 1);
         IF v_x = 0 THEN
             v_mo := v_mo + 1; v_d := 1; v_h := 0; v_mi := 0;

@@ -65,8 +65,13 @@ def test_the_preview_of_the_issue(conn: psycopg.Connection) -> None:
 def test_a_saved_timer_keeps_the_pgtimers_form(conn: psycopg.Connection) -> None:
     conn.execute("SELECT timers.save('five', '*/5 * * * *', 'SELECT 1')")
     conn.execute("SELECT timers.save('half', '30 seconds', 'SELECT 1')")
+    conn.execute("SELECT timers.save('last', '0 12 $ * *', 'SELECT 1')")
     rows = conn.execute("SELECT name, schedule FROM timers.status ORDER BY name").fetchall()
-    assert rows == [("five", "cron */5 * * * *"), ("half", "every 30s")]
+    assert rows == [
+        ("five", "cron */5 * * * *"),
+        ("half", "every 30s"),
+        ("last", "cron 0 12 $ * *"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -91,15 +96,10 @@ def test_a_saved_timer_keeps_the_pgtimers_form(conn: psycopg.Connection) -> None
             ' is written "every 10s", "every 10m" or "every 10h"',
         ),
         (
-            "0 12 $ * *",
-            "bad \"cron\" schedule '0 12 $ * *': '$' (pg_cron's last day of the month) is not"
-            " supported; use day of month 28-31 with a check in the SQL that tomorrow is the 1st",
-        ),
-        (
-            "cron 0 12 $ * *",
-            "bad \"cron\" schedule 'cron 0 12 $ * *': '$' (pg_cron's last day of the month) is"
-            " not supported; use day of month 28-31 with a check in the SQL that tomorrow is the"
-            " 1st",
+            "0 12 $-1 * *",
+            "bad \"cron\" schedule '0 12 $-1 * *': '$-1' in the day-of-month field: write L or $"
+            " (the last day), L-3 (the third day before the last), 15W (the weekday nearest the"
+            " 15th) or LW (the last weekday), each on its own between commas",
         ),
         (
             "0 0 * * * *",

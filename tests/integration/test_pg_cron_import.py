@@ -130,7 +130,6 @@ def test_jobs_that_cannot_be_mapped_are_reported_and_left_alone(cron: psycopg.Co
     rows = imported(cron, dry_run=False)
     reasons = {k: r["reason"] for k, r in rows.items() if r["action"] == "cannot import"}
     expected = {
-        1: "'$' (pg_cron's last day of the month) is not supported",
         2: "pgtimers has no @reboot",
         3: "may not use VACUUM",
         4: "the job runs in database elsewhere: import it into that database",
@@ -145,9 +144,11 @@ def test_jobs_that_cannot_be_mapped_are_reported_and_left_alone(cron: psycopg.Co
     for jobid, part in expected.items():
         assert part in reasons[jobid], (jobid, reasons[jobid])
     assert "GRANT pgtimers_admin TO pgt_nobody;" in reasons[8]
-    assert "use a schedule like" not in reasons[1]
+    assert "use a schedule like" not in reasons[10]
+    # pg_cron's '$' (the last day of the month) is cron's L
+    assert (rows[1]["action"], rows[1]["schedule"]) == ("imported", "cron 0 12 $ * *")
     assert rows[11]["action"] == "imported"
-    assert [t[0] for t in timers_now(cron)] == ["ok"]
+    assert [t[0] for t in timers_now(cron)] == ["ok", "payroll"]
 
 
 def test_a_timer_of_the_same_name_is_never_replaced(cron: psycopg.Connection) -> None:
