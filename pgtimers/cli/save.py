@@ -22,6 +22,7 @@ examples:
   pgtimers save nightly 'daily 02:00' 'CALL nightly()' --retries 3 --retry-delay '1 minute'
   pgtimers save feed 'hourly' 'CALL pull_feed()' --jitter '5 minutes' --pause-after 5
   pgtimers save billing 'every 1m' 'CALL bill()' --priority 50
+  pgtimers save report 'daily 06:00' 'CALL report()' --catch-up-window '2 hours'
 """
 
 
@@ -35,6 +36,7 @@ def cmd_save(conn: psycopg.Connection, args: argparse.Namespace) -> int:
             ("--timeout", args.timeout, "interval"),
             ("--retry-delay", args.retry_delay, "interval"),
             ("--jitter", args.jitter, "interval"),
+            ("--catch-up-window", args.catch_up_window, "interval"),
         ],
     )
     if bad:
@@ -57,6 +59,7 @@ def cmd_save(conn: psycopg.Connection, args: argparse.Namespace) -> int:
         "pause_after": args.pause_after,
         "jitter": args.jitter,
         "priority": args.priority,
+        "catch_up_window": args.catch_up_window,
     }
     row = conn.execute(_q("save_timer"), params).fetchone()
     print(json.dumps(None if row is None else row[0], indent=2, default=str))
@@ -81,6 +84,12 @@ def add_parser(sub: Subparsers) -> None:
         "--catch-up",
         choices=["skip", "latest", "all"],
         help="what to do with due times missed while no runner was up",
+    )
+    p.add_argument(
+        "--catch-up-window",
+        metavar="INTERVAL",
+        help="a due time missed while no runner was up runs late only if it is less than"
+        " INTERVAL old when a runner is back (up to 1 year; default none)",
     )
     p.add_argument("--start-at", help="not before this time (ISO 8601)")
     p.add_argument("--end-at", help="not after this time (ISO 8601)")

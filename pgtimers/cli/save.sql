@@ -9,4 +9,5 @@ SELECT row_to_json(s) FROM timers.save(
     test_clock => %(test_clock)s, retries => coalesce(%(retries)s::integer, 0),
     retry_delay => coalesce(%(retry_delay)s::interval, interval '30 seconds'),
     pause_after => %(pause_after)s::integer, jitter => %(jitter)s::interval,
-    priority => coalesce(%(priority)s::integer, 0)) s;
+    priority => coalesce(%(priority)s::integer, 0),
+    catch_up_window => %(catch_up_window)s::interval) s;

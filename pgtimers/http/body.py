@@ -34,6 +34,7 @@ SAVE_KEYS: dict[str, tuple[str, bool]] = {
     "pause_after": ("int32", False),
     "jitter": ("interval", False),
     "priority": ("int32", False),
+    "catch_up_window": ("interval", False),
 }
 ENABLE_KEYS: dict[str, tuple[str, bool]] = {"enabled": ("bool", False)}
 KEEP_KEYS: dict[str, tuple[str, bool]] = {

@@ -62,6 +62,7 @@ TIMER_FIELDS: dict[str, dict[str, Any]] = {
     "jitter": nullable(SPAN),
     "priority": dict(INT32, minimum=-100, maximum=100),
     "paused_ms": dict(INT, description="when pause_after turned it off; 0 when it is not paused"),
+    "catch_up_window": nullable(SPAN),
 }
 
 TIME = {"oneOf": [{"type": "string"}, INT], "nullable": True}
@@ -131,6 +132,11 @@ SAVE_BODY = {
                 default=0,
                 description="higher starts first when workers are short; null: 0",
             )
+        ),
+        "catch_up_window": _interval(
+            "more than 0, at most 1 year: a due time missed while no runner served runs "
+            "late only if it is less than this old when a runner is back (with catch_up "
+            "'skip', the latest such one runs); null: none, catch_up alone decides"
         ),
     },
 }

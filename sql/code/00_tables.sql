@@ -96,3 +96,7 @@ COMMENT ON COLUMN timers.timers.fail_streak IS
     'Due times in a row whose last attempt failed; pause_after of them turn the timer off (paused_at). timers.enable resets it.';
 COMMENT ON COLUMN timers.timers.zone IS
     'The zone the timer''s wall times are read in: its timezone, else the database''s default (timers.set_timezone), else UTC.';
+COMMENT ON COLUMN timers.timers.catch_up_window IS
+    'How old a due time missed while no runner served may be and still run late (NULL: no window, catch_up alone decides); older ones are skipped (docs/running.md, "Catch-up and skips").';
+COMMENT ON COLUMN timers.timers.origin_at IS
+    'The timer''s clock when it was created: pgtimers.prev_due_at never names a due time at or before it (NULL: a timer from before revision 0025, no such bound).';

@@ -72,7 +72,7 @@ $$;
 -- Validate the options of a save; raises on the first bad one.
 CREATE OR REPLACE FUNCTION timers._check_options(
     p_catch_up text, p_start_at timestamptz, p_end_at timestamptz,
-    p_max_runs bigint, p_timeout interval, p_test_clock text) RETURNS void
+    p_max_runs bigint, p_timeout interval, p_test_clock text, p_catch_up_window interval) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -80,6 +80,13 @@ BEGIN
     IF p_catch_up IS NOT NULL AND p_catch_up NOT IN ('skip', 'latest', 'all') THEN
         RAISE EXCEPTION 'bad catch_up %: use ''skip'' (the default: missed due times are counted, not run), ''latest'' (one run for all of them) or ''all'' (each one, in order)', timers._quoted(p_catch_up)
             USING ERRCODE = '22023';
+    END IF;
+    -- by its length in seconds: interval '1 year' compares as 360 days, '365 days' is less
+    IF p_catch_up_window IS NOT NULL
+       AND (extract(epoch FROM p_catch_up_window) <= 0
+            OR extract(epoch FROM p_catch_up_window) > extract(epoch FROM interval '1 year')) THEN
+        RAISE EXCEPTION 'bad catch_up_window %: use more than 0 and at most 1 year, for example ''15 minutes'', or NULL (no window: catch_up alone decides)',
+            quote_literal(p_catch_up_window::text) USING ERRCODE = '22023';
     END IF;
     PERFORM timers._check_time('start_at', p_start_at);
     PERFORM timers._check_time('end_at', p_end_at);
@@ -174,21 +181,24 @@ $$;
 
 -- A timer's definition from jsonb: name, schedule and sql, and the options of
 -- timers.save (enabled, timezone, catch_up, start_at, end_at, max_runs, timeout,
--- locked, test_clock, retries, retry_delay, pause_after, jitter, priority); 22023
+-- locked, test_clock, retries, retry_delay, pause_after, jitter, priority,
+-- catch_up_window); 22023
 -- naming an unknown key or a value of the wrong type. A JSON null is the default.
 CREATE OR REPLACE FUNCTION timers._timer_args(
     p_timer jsonb,
     OUT name text, OUT schedule text, OUT sql text, OUT enabled boolean, OUT timezone text,
     OUT catch_up text, OUT start_at timestamptz, OUT end_at timestamptz, OUT max_runs bigint,
     OUT timeout interval, OUT locked boolean, OUT test_clock text, OUT retries integer,
-    OUT retry_delay interval, OUT pause_after integer, OUT jitter interval, OUT priority integer)
+    OUT retry_delay interval, OUT pause_after integer, OUT jitter interval, OUT priority integer,
+    OUT catch_up_window interval)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     c_keys constant text[] := ARRAY['name', 'schedule', 'sql', 'enabled', 'timezone', 'catch_up',
                                     'start_at', 'end_at', 'max_runs', 'timeout', 'locked', 'test_clock',
-                                    'retries', 'retry_delay', 'pause_after', 'jitter', 'priority'];
+                                    'retries', 'retry_delay', 'pause_after', 'jitter', 'priority',
+                                    'catch_up_window'];
     v_key text;
     v_value text;
 BEGIN
@@ -226,16 +236,18 @@ BEGIN
         pause_after := (p_timer->>'pause_after')::integer;
         jitter := (p_timer->>'jitter')::interval;
         priority := coalesce((p_timer->>'priority')::integer, 0);
+        catch_up_window := (p_timer->>'catch_up_window')::interval;
     EXCEPTION WHEN data_exception THEN
         FOREACH v_key IN ARRAY ARRAY['enabled', 'locked', 'start_at', 'end_at', 'max_runs', 'timeout',
-                                     'retries', 'retry_delay', 'pause_after', 'jitter', 'priority'] LOOP
+                                     'retries', 'retry_delay', 'pause_after', 'jitter', 'priority',
+                                     'catch_up_window'] LOOP
             v_value := p_timer->>v_key;
             BEGIN
                 CASE v_key
                 WHEN 'enabled', 'locked' THEN PERFORM v_value::boolean;
                 WHEN 'start_at', 'end_at' THEN PERFORM v_value::timestamptz;
                 WHEN 'max_runs' THEN PERFORM v_value::bigint;
-                WHEN 'timeout', 'retry_delay', 'jitter' THEN PERFORM v_value::interval;
+                WHEN 'timeout', 'retry_delay', 'jitter', 'catch_up_window' THEN PERFORM v_value::interval;
                 WHEN 'retries', 'pause_after', 'priority' THEN PERFORM v_value::integer;
                 END CASE;
             EXCEPTION WHEN data_exception THEN
@@ -273,7 +285,8 @@ BEGIN
     a := timers._timer_args(p_timer);
     PERFORM timers._check_name(a.name);
     v_zone := CASE WHEN a.timezone IS NULL THEN NULL ELSE timers._check_zone(a.timezone) END;
-    PERFORM timers._check_options(a.catch_up, a.start_at, a.end_at, a.max_runs, a.timeout, a.test_clock);
+    PERFORM timers._check_options(a.catch_up, a.start_at, a.end_at, a.max_runs, a.timeout, a.test_clock,
+                                  a.catch_up_window);
     PERFORM timers._check_policies(a.retries, a.retry_delay, a.pause_after, a.jitter, a.priority);
     IF p_sql_checked IS NULL OR a.sql IS DISTINCT FROM p_sql_checked THEN
         PERFORM timers._check_sql(a.sql);
@@ -306,11 +319,11 @@ BEGIN
     INSERT INTO timers.timers AS t (name, schedule, spec, sql, enabled, timezone, catch_up, start_at,
                                     end_at, max_runs, timeout, locked, test_clock, owner, executor, zone,
                                     next_due_at, expired, retries, retry_delay, pause_after, jitter,
-                                    priority)
+                                    priority, catch_up_window, origin_at)
     VALUES (a.name, v_spec->>'schedule', v_spec, a.sql, a.enabled, v_zone, a.catch_up, a.start_at,
             a.end_at, a.max_runs, a.timeout, a.locked, a.test_clock, p_owner, p_executor,
             v_row.zone, v_next, v_next IS NULL AND a.enabled, a.retries, a.retry_delay, a.pause_after,
-            nullif(a.jitter, interval '0'), a.priority)
+            nullif(a.jitter, interval '0'), a.priority, a.catch_up_window, v_now)
     ON CONFLICT ((lower(name))) DO UPDATE
         SET name = EXCLUDED.name, schedule = EXCLUDED.schedule, spec = EXCLUDED.spec,
             sql = EXCLUDED.sql, enabled = EXCLUDED.enabled, timezone = EXCLUDED.timezone,
@@ -321,6 +334,10 @@ BEGIN
             expired = EXCLUDED.expired, scheduled_runs = 0, next_due_at = EXCLUDED.next_due_at,
             retries = EXCLUDED.retries, retry_delay = EXCLUDED.retry_delay,
             pause_after = EXCLUDED.pause_after, jitter = EXCLUDED.jitter, priority = EXCLUDED.priority,
+            catch_up_window = EXCLUDED.catch_up_window,
+            -- the timer keeps its origin, unless it moves to another clock
+            origin_at = CASE WHEN t.test_clock IS NOT DISTINCT FROM EXCLUDED.test_clock
+                             THEN t.origin_at ELSE EXCLUDED.origin_at END,
             -- a new definition starts with a clean slate: no retry of the old one, no streak
             retry_due_at = NULL, retry_attempt = NULL, retry_at = NULL, fail_streak = 0,
             paused_at = NULL
@@ -335,7 +352,8 @@ BEGIN
         'enabled', a.enabled, 'timezone', v_zone, 'catch_up', a.catch_up, 'start_at', a.start_at,
         'end_at', a.end_at, 'max_runs', a.max_runs, 'timeout', a.timeout, 'locked', a.locked,
         'test_clock', a.test_clock, 'retries', a.retries, 'retry_delay', a.retry_delay,
-        'pause_after', a.pause_after, 'jitter', nullif(a.jitter, interval '0'), 'priority', a.priority));
+        'pause_after', a.pause_after, 'jitter', nullif(a.jitter, interval '0'), 'priority', a.priority,
+        'catch_up_window', a.catch_up_window));
     RETURN v_row.name;
 END
 $$;
@@ -403,7 +421,7 @@ CREATE OR REPLACE FUNCTION timers.save(
     start_at timestamptz DEFAULT NULL, end_at timestamptz DEFAULT NULL, max_runs bigint DEFAULT NULL,
     timeout interval DEFAULT NULL, locked boolean DEFAULT false, test_clock text DEFAULT NULL,
     retries integer DEFAULT 0, retry_delay interval DEFAULT '30 seconds', pause_after integer DEFAULT NULL,
-    jitter interval DEFAULT NULL, priority integer DEFAULT 0)
+    jitter interval DEFAULT NULL, priority integer DEFAULT 0, catch_up_window interval DEFAULT NULL)
     RETURNS timers.status
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -427,7 +445,7 @@ BEGIN
         'end_at', save.end_at, 'max_runs', save.max_runs, 'timeout', save.timeout,
         'locked', save.locked, 'test_clock', save.test_clock, 'retries', save.retries,
         'retry_delay', save.retry_delay, 'pause_after', save.pause_after, 'jitter', save.jitter,
-        'priority', save.priority)))[1]);
+        'priority', save.priority, 'catch_up_window', save.catch_up_window)))[1]);
 EXCEPTION WHEN OTHERS THEN
     -- the refusal as this call's own: one line, without the CONTEXT lines of the
     -- internal routines that raised it (same SQLSTATE, message, detail and hint)
@@ -482,8 +500,8 @@ $$;
 COMMENT ON FUNCTION timers.save_many(jsonb) IS
     'Save many timers in one call, all or none: a JSON array of {name, schedule, sql, ...options of timers.save}. Returns how many. Needs pgtimers_admin.';
 
-COMMENT ON FUNCTION timers.save(text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text, integer, interval, integer, interval, integer) IS
-    'Create or replace a timer; it runs as the role in effect now. Options: retries, retry_delay, pause_after, jitter, priority (docs/running.md). Returns its timers.status row. Needs pgtimers_admin.';
+COMMENT ON FUNCTION timers.save(text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text, integer, interval, integer, interval, integer, interval) IS
+    'Create or replace a timer; it runs as the role in effect now. Options: retries, retry_delay, pause_after, jitter, priority, catch_up_window (docs/running.md). Returns its timers.status row. Needs pgtimers_admin.';
 
 -- The body of timers.enable; on a running timer the change waits for its run's end.
 CREATE OR REPLACE FUNCTION timers._set_enabled(p_actor name, p_name text, p_enabled boolean) RETURNS text
@@ -819,12 +837,12 @@ REVOKE ALL ON FUNCTION
     timers._no_such_timer(text),
     timers._lock_for_change(text),
     timers._refuse_locked(timers.timers,text),
-    timers._check_options(text,timestamp with time zone,timestamp with time zone,bigint,interval,text),
+    timers._check_options(text,timestamp with time zone,timestamp with time zone,bigint,interval,text,interval),
     timers._check_policies(integer,interval,integer,interval,integer),
     timers._check_jitter(interval,timers.timers,timestamp with time zone),
     timers._require_calendar(jsonb),
     timers._save(name,jsonb),
-    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer),
+    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval),
     timers._set_enabled(name,text,boolean),
     timers.enable(text,boolean),
     timers._delete(name,text),
@@ -844,11 +862,11 @@ GRANT EXECUTE ON FUNCTION
     timers._no_such_timer(text),
     timers._lock_for_change(text),
     timers._refuse_locked(timers.timers,text),
-    timers._check_options(text,timestamp with time zone,timestamp with time zone,bigint,interval,text),
+    timers._check_options(text,timestamp with time zone,timestamp with time zone,bigint,interval,text,interval),
     timers._check_policies(integer,interval,integer,interval,integer),
     timers._check_jitter(interval,timers.timers,timestamp with time zone),
     timers._require_calendar(jsonb),
-    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer),
+    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval),
     timers.save_many(jsonb),
     timers.enable(text,boolean),
     timers.delete(text),

@@ -150,7 +150,10 @@ $$;
 -- still up then: its run was cut off, or it was busy) the timer is left to the
 -- regular rule of _run_due, so a due time whose run died with its runner is redone. catch_up 'skip': all are skipped; 'latest': all but the last are
 -- skipped and the last runs (one coalesced run); 'all': each one runs, in
--- order, so nothing changes here; a one-shot always fires late.
+-- order, so nothing changes here; a one-shot always fires late. With a
+-- catch_up_window, only a due time less than the window before p_gap_end may run:
+-- older ones are skipped, with a reason that names the window, and 'skip' runs the
+-- latest one within it, as 'latest' does (docs/running.md, "Catch-up and skips").
 CREATE OR REPLACE FUNCTION timers._apply_gap(
     t timers.timers, p_gap_end timestamptz, p_reason text, p_runner text,
     p_since timestamptz DEFAULT NULL) RETURNS jsonb
@@ -160,45 +163,136 @@ CREATE OR REPLACE FUNCTION timers._apply_gap(
 DECLARE
     v_mode text := coalesce(t.catch_up, 'skip');
     w record;
-    v_skip timestamptz[];
-    v_event jsonb;
+    o record;
+    v_next timestamptz;
+    v_events jsonb := '[]';
 BEGIN
-    IF t.next_due_at IS NULL OR t.next_due_at > p_gap_end
-       OR v_mode = 'all' OR t.spec->>'kind' = 'once' THEN
+    IF t.next_due_at IS NULL OR t.next_due_at > p_gap_end OR t.spec->>'kind' = 'once'
+       OR (v_mode = 'all' AND t.catch_up_window IS NULL) THEN
         RETURN NULL;
     END IF;
-    w := timers._walk_dues(t, t.next_due_at, p_gap_end);
-    IF p_since IS NOT NULL AND w.last_due <= p_since THEN
+    IF t.catch_up_window IS NULL THEN
+        -- o: none too old; w: all of them
+        o := timers._walk_dues(t, t.next_due_at, '-infinity');
+        w := timers._walk_dues(t, t.next_due_at, p_gap_end);
+    ELSE
+        -- o: those too old to run (at or before the window's start); w: those within it
+        o := timers._walk_dues(t, t.next_due_at, p_gap_end - t.catch_up_window);
+        w := timers._walk_dues(t, CASE WHEN o.n > 0 THEN o.next_due ELSE t.next_due_at END, p_gap_end);
+    END IF;
+    IF p_since IS NOT NULL AND coalesce(w.last_due, o.last_due) <= p_since THEN
         RETURN NULL;
     END IF;
-    IF v_mode = 'latest' THEN
-        IF w.n <= 1 THEN
-            RETURN NULL;
+    IF o.n > 0 THEN
+        v_events := jsonb_build_array(timers._record_skips(t, o.dues, o.n, o.first_due, o.last_due,
+            format('%s; older than its catch_up_window (%s)', p_reason, t.catch_up_window),
+            p_runner));
+    END IF;
+    IF w.n = 0 THEN
+        -- none may run: the timer goes back on schedule
+        v_next := o.next_due;
+    ELSIF v_mode = 'all' THEN
+        -- each one within the window runs, in order
+        v_next := w.first_due;
+    ELSIF v_mode = 'latest' OR t.catch_up_window IS NOT NULL THEN
+        -- the latest runs: 'latest', and 'skip' with a window (the latest within it)
+        IF w.n > 1 THEN
+            v_events := v_events || jsonb_build_array(timers._record_skips(
+                t, w.dues[1:least(w.n - 1, timers._skip_rows_cap())], w.n - 1, w.first_due,
+                w.before_last,
+                format('%s; coalesced into the run due at %s', p_reason, timers._iso(w.last_due)),
+                p_runner));
         END IF;
-        v_skip := w.dues[1:least(w.n - 1, timers._skip_rows_cap())];
-        v_event := timers._record_skips(t, v_skip, w.n - 1, w.first_due, w.before_last,
-            format('%s; coalesced into the run due at %s', p_reason, timers._iso(w.last_due)), p_runner);
-        UPDATE timers.timers SET next_due_at = w.last_due, catch_up_due_at = NULL WHERE id = t.id;
-        RETURN v_event || jsonb_build_object('timer', t.name, 'next_due_at', timers._iso(w.last_due));
+        v_next := w.last_due;
+    ELSE
+        -- skip, without a window
+        v_events := jsonb_build_array(timers._record_skips(t, w.dues, w.n, w.first_due, w.last_due,
+                                                           p_reason, p_runner));
+        v_next := w.next_due;
     END IF;
-    -- skip
-    v_event := timers._record_skips(t, w.dues, w.n, w.first_due, w.last_due, p_reason, p_runner);
+    IF jsonb_array_length(v_events) = 0 THEN
+        RETURN NULL;
+    END IF;
     UPDATE timers.timers
-       SET next_due_at = w.next_due, catch_up_due_at = NULL, expired = (w.next_due IS NULL)
+       SET next_due_at = v_next, catch_up_due_at = NULL, expired = (v_next IS NULL)
      WHERE id = t.id;
-    RETURN v_event || jsonb_build_object('timer', t.name, 'next_due_at', timers._iso(w.next_due));
+    -- each event names the timer and where it goes on
+    RETURN (SELECT jsonb_agg(e || jsonb_build_object('timer', t.name, 'next_due_at', timers._iso(v_next)))
+              FROM jsonb_array_elements(v_events) e);
+END
+$$;
+
+-- The schedule's due time before p_due (timer t's spec, zone and start_at), after
+-- p_floor (the timer's origin: earlier due times are not its own; NULL: none); NULL when
+-- there is none: a one-shot, the first due time. `every` steps back by its interval (within
+-- the local day, for a grid that restarts at midnight); other forms walk forward with
+-- timers._next_due from a point at least two of their next gaps back, doubled until it
+-- finds one (a weekend, a holiday). A point before a calendar's known range finds none.
+CREATE OR REPLACE FUNCTION timers._prev_due(t timers.timers, p_due timestamptz, p_floor timestamptz)
+    RETURNS timestamptz
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_floor timestamptz := p_floor;
+    v_zone text := coalesce(t.zone, 'UTC');
+    v_gap interval;
+    v_from timestamptz;
+    v_at timestamptz;
+    v_next timestamptz;
+BEGIN
+    IF p_due IS NULL OR t.spec->>'kind' = 'once' THEN
+        RETURN NULL;
+    END IF;
+    IF t.start_at IS NOT NULL THEN
+        -- start_at may be a due time itself
+        v_floor := greatest(v_floor, t.start_at - interval '1 microsecond');
+    END IF;
+    IF t.spec->>'kind' = 'every' THEN
+        v_at := p_due - make_interval(secs => (t.spec->>'seconds')::double precision);
+        IF t.start_at IS NOT NULL
+           OR (v_at AT TIME ZONE v_zone)::date = (p_due AT TIME ZONE v_zone)::date THEN
+            RETURN CASE WHEN v_floor IS NULL OR v_at > v_floor THEN v_at END;
+        END IF;
+        -- the first of a local day: the last step of the day before, by the walk below
+    END IF;
+    v_gap := greatest(coalesce(timers._next_due(t.spec, p_due, v_zone, t.start_at) - p_due,
+                               interval '1 day'), interval '1 second');
+    BEGIN
+        FOR i IN 1..40 LOOP
+            v_gap := v_gap * 2;
+            v_from := p_due - v_gap;
+            IF v_floor IS NOT NULL AND v_from <= v_floor THEN
+                v_from := v_floor;
+            END IF;
+            v_at := timers._next_due(t.spec, v_from, v_zone, t.start_at);
+            IF v_at IS NOT NULL AND v_at < p_due THEN
+                LOOP
+                    v_next := timers._next_due(t.spec, v_at, v_zone, t.start_at);
+                    EXIT WHEN v_next IS NULL OR v_next >= p_due;
+                    v_at := v_next;
+                END LOOP;
+                RETURN v_at;
+            END IF;
+            EXIT WHEN v_from = v_floor;
+        END LOOP;
+    EXCEPTION WHEN invalid_parameter_value OR datetime_field_overflow THEN
+        -- before a calendar's known range (or time itself): none known
+        RETURN NULL;
+    END;
+    RETURN NULL;
 END
 $$;
 
 -- A run of a timer's SQL (scheduled, retry, backfill or run-now), in a sub-block (a
 -- savepoint): an error or the time limit (statement_timeout, set by the runner) rolls
--- back the SQL's effects only. Sets the run context first: pgtimers.timer, due_at and
--- attempt. Lateness counts from p_planned, when the run was meant to start (the due
+-- back the SQL's effects only. Sets the run context first: pgtimers.timer, due_at,
+-- prev_due_at (p_prev, the schedule's due time before; '' for none) and attempt. Lateness counts from p_planned, when the run was meant to start (the due
 -- time moved by jitter, or a retry's time). Returns the outcome. p_lost: the run ended
 -- its session before (timers._run_lost): its outcome, a failure, without running again.
 CREATE OR REPLACE FUNCTION timers._execute(
     t timers.timers, p_due timestamptz, p_now timestamptz, p_attempt integer, p_planned timestamptz,
-    p_lost jsonb DEFAULT NULL)
+    p_lost jsonb DEFAULT NULL, p_prev timestamptz DEFAULT NULL)
     RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -218,6 +312,7 @@ BEGIN
     END IF;
     PERFORM set_config('pgtimers.timer', t.name, true);
     PERFORM set_config('pgtimers.due_at', timers._iso(p_due), true);
+    PERFORM set_config('pgtimers.prev_due_at', coalesce(timers._iso(p_prev), ''), true);
     PERFORM set_config('pgtimers.attempt', p_attempt::text, true);
     PERFORM set_config('application_name', left('pgtimers: ' || t.name, 63), true);
     v_start := clock_timestamp();
@@ -631,6 +726,8 @@ DECLARE
     v_late bigint;
     v_n1 timestamptz;
     v_locks text;
+    v_prev timestamptz;
+    v_skipped_to boolean := false;
 BEGIN
     SELECT * INTO t FROM timers.timers WHERE id = p_id FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
@@ -676,6 +773,8 @@ BEGIN
                 timers._late_reason(w.first_due, t.id), p_runner);
             v_skips := v_skips || jsonb_build_array(v_event);
             v_due := w.last_due;
+            v_prev := w.before_last;
+            v_skipped_to := true;
             v_kind := 'scheduled';
             UPDATE timers.timers SET next_due_at = v_due, catch_up_due_at = NULL
              WHERE id = t.id RETURNING fire_at INTO v_planned;
@@ -687,7 +786,9 @@ BEGIN
     END IF;
 
     v_locks := timers._limit_lock_waits();
-    r := timers._execute(t, v_due, v_now, 1, v_planned, p_lost);
+    r := timers._execute(t, v_due, v_now, 1, v_planned, p_lost,
+                         -- the walk above knows it when it skipped
+                         CASE WHEN v_skipped_to THEN v_prev ELSE timers._prev_due(t, v_due, t.origin_at) END);
     IF p_lost IS NULL AND r->>'sqlstate' = '55P03' THEN
         RETURN timers._yielded(t, v_kind, v_due, r, v_skips);
     END IF;
@@ -771,7 +872,8 @@ BEGIN
     END IF;
 
     v_locks := timers._limit_lock_waits();
-    r := timers._execute(t, t.retry_due_at, v_now, t.retry_attempt, t.retry_at, p_lost);
+    r := timers._execute(t, t.retry_due_at, v_now, t.retry_attempt, t.retry_at, p_lost,
+                         timers._prev_due(t, t.retry_due_at, t.origin_at));
     IF p_lost IS NULL AND r->>'sqlstate' = '55P03' THEN
         RETURN timers._yielded(t, 'retry', t.retry_due_at, r, '[]');
     END IF;
@@ -872,7 +974,7 @@ BEGIN
         v_event := timers._apply_gap(t, timers._now(t.test_clock), p_reason, p_runner,
                                      CASE WHEN t.test_clock IS NULL THEN p_since END);
         IF v_event IS NOT NULL THEN
-            v_events := v_events || jsonb_build_array(v_event);
+            v_events := v_events || v_event;
         END IF;
     END LOOP;
     RETURN v_events;
@@ -900,7 +1002,7 @@ BEGIN
     LOOP
         v_event := timers._apply_gap(t, p_to, 'the clock was set forward', p_runner);
         IF v_event IS NOT NULL THEN
-            v_events := v_events || jsonb_build_array(v_event);
+            v_events := v_events || v_event;
         END IF;
     END LOOP;
     RETURN v_events;
@@ -1206,7 +1308,8 @@ REVOKE ALL ON FUNCTION
     timers._record_skips(timers.timers,timestamp with time zone[],bigint,timestamp with time zone,timestamp with time zone,text,text),
     timers._walk_dues(timers.timers,timestamp with time zone,timestamp with time zone),
     timers._apply_gap(timers.timers,timestamp with time zone,text,text,timestamp with time zone),
-    timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone,jsonb),
+    timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone,jsonb,timestamp with time zone),
+    timers._prev_due(timers.timers,timestamp with time zone,timestamp with time zone),
     timers._lost_outcome(jsonb),
     timers._run_clock(timers.timers,jsonb),
     timers._late_reason(timestamp with time zone,bigint),
@@ -1240,7 +1343,8 @@ GRANT EXECUTE ON FUNCTION
     timers._record_skips(timers.timers,timestamp with time zone[],bigint,timestamp with time zone,timestamp with time zone,text,text),
     timers._walk_dues(timers.timers,timestamp with time zone,timestamp with time zone),
     timers._apply_gap(timers.timers,timestamp with time zone,text,text,timestamp with time zone),
-    timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone,jsonb),
+    timers._execute(timers.timers,timestamp with time zone,timestamp with time zone,integer,timestamp with time zone,jsonb,timestamp with time zone),
+    timers._prev_due(timers.timers,timestamp with time zone,timestamp with time zone),
     timers._lost_outcome(jsonb),
     timers._run_clock(timers.timers,jsonb),
     timers._late_reason(timestamp with time zone,bigint),

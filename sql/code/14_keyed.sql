@@ -744,6 +744,8 @@ BEGIN
     END IF;
     PERFORM set_config('pgtimers.timer', k.key, true);
     PERFORM set_config('pgtimers.due_at', timers._iso(k.owed_at), true);
+    -- a keyed timer fires once, at its owed time: no schedule, no due time before
+    PERFORM set_config('pgtimers.prev_due_at', '', true);
     PERFORM set_config('pgtimers.attempt', '1', true);
     PERFORM set_config('application_name', left('pgtimers: ' || k.key, 63), true);
     v_start := clock_timestamp();

@@ -248,8 +248,11 @@ BEGIN
     END IF;
     -- not late: it runs when asked, so lateness counts from its start
     v_due := b.next_at;
+    -- pgtimers.prev_due_at: the schedule's due time before (not the backfill's previous
+    -- one), also from before the timer was created
     r := timers._execute(t, v_due, timers._now(t.test_clock), 1,
-                         coalesce((p_lost->>'at')::timestamptz, clock_timestamp()), p_lost);
+                         coalesce((p_lost->>'at')::timestamptz, clock_timestamp()), p_lost,
+                         timers._prev_due(t, v_due, NULL));
     v_ok := (r->>'ok')::boolean;
     v_next := timers._next_due(t.spec, v_due, t.zone, t.start_at);
     v_done := v_next IS NULL OR v_next >= b.to_at;

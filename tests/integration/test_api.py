@@ -48,6 +48,7 @@ STATUS_FIELDS = [
     "jitter",
     "priority",
     "paused_ms",
+    "catch_up_window",
 ]
 
 
@@ -148,6 +149,10 @@ def test_save_notifies_the_runner_channel(conn: psycopg.Connection) -> None:
         ({"sql": "SET ROLE postgres"}, "42501", "SET ROLE"),
         ({"timezone": "Mars/Olympus"}, "22023", "unknown time zone 'Mars/Olympus'"),
         ({"catch_up": "some"}, "22023", "bad catch_up 'some'"),
+        ({"catch_up_window": "-1 minute"}, "22023", "bad catch_up_window '-00:01:00'"),
+        ({"catch_up_window": "0"}, "22023", "bad catch_up_window '00:00:00'"),
+        ({"catch_up_window": "366 days"}, "22023", "bad catch_up_window '366 days'"),
+        ({"catch_up_window": "1 year 1 second"}, "22023", "bad catch_up_window '1 year 00:00:01'"),
         ({"max_runs": 0}, "22023", "bad max_runs 0"),
         ({"timeout": "0 s"}, "22023", "bad timeout"),
         ({"schedule": "trading nepse 15:05"}, "22023", "there is no calendar 'nepse' in database"),

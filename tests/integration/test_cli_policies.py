@@ -77,6 +77,15 @@ def test_save_with_every_policy_and_show_them(db: Database) -> None:
     assert shown(db, "t")["pause_after"] == "-"
 
 
+def test_save_with_a_catch_up_window_and_show_it(db: Database) -> None:
+    saved = cli(db, "save", "t", "daily 06:00", "SELECT 1", "--catch-up-window", "2 hours")
+    assert saved.returncode == 0, saved.stderr
+    assert json.loads(saved.stdout)["catch_up_window"] == "02:00:00"
+    assert shown(db, "t")["catch_up_window"] == "02:00:00"
+    again = json.loads(cli(db, "save", "t", "daily 06:00", "SELECT 1").stdout)
+    assert again["catch_up_window"] is None
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
@@ -96,6 +105,9 @@ def test_save_with_every_policy_and_show_them(db: Database) -> None:
         (("--priority", "1.5"), "argument --priority: '1.5' is not a whole number"),
         (("--start-at", "someday"), "bad --start-at: 'someday' (invalid input syntax"),
         (("--timeout", "forever"), "bad --timeout: 'forever'"),
+        (("--catch-up-window", "-1 minute"), "bad catch_up_window '-00:01:00'"),
+        (("--catch-up-window", "2 years"), "bad catch_up_window '2 years'"),
+        (("--catch-up-window", "soon"), "bad --catch-up-window: 'soon' (invalid input syntax"),
     ],
 )
 def test_a_bad_value_exits_2_naming_it_and_changes_nothing(
@@ -259,5 +271,5 @@ def test_help_of_the_backfill_commands() -> None:
         [sys.executable, "-m", "pgtimers", "save", "--help"], capture_output=True, text=True
     )
     for flag in ("--retries N", "--retry-delay INTERVAL", "--pause-after N", "--jitter INTERVAL",
-                 "--priority N"):  # fmt: skip
+                 "--priority N", "--catch-up-window INTERVAL"):  # fmt: skip
         assert flag in top.stdout

@@ -335,6 +335,7 @@ async function saveTimer(event) {
   body.enabled = field(f, "enabled").checked;
   if (value("timezone").trim()) body.timezone = value("timezone").trim();
   if (value("catch_up")) body.catch_up = value("catch_up");
+  if (value("catch_up_window").trim()) body.catch_up_window = value("catch_up_window").trim();
   // run policies: empty is the default; what a value may be, the server says
   for (const n of ["retries", "pause_after", "priority"]) {
     if (value(n).trim()) body[n] = Number(value(n));

@@ -56,6 +56,10 @@ function renderSettings(d) {
   sql.id = "timer-sql";
   definition(box, "Runs as", t.created_by);
   definition(box, "Missed due times", t.catch_up);
+  if (t.catch_up_window) {
+    definition(box, "Catch-up window", "missed while no runner served: run late if less than "
+      + intervalText(t.catch_up_window) + " old").id = "timer-catch-up-window";
+  }
   if (t.start_at) definition(box, "Starts", when(Date.parse(t.start_at)));
   if (t.end_at) definition(box, "Ends", when(Date.parse(t.end_at)));
   if (t.max_runs) definition(box, "At most", t.max_runs + " runs");

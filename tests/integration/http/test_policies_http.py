@@ -39,7 +39,7 @@ def test_every_policy_is_saved_and_shown(api: Client, conn: psycopg.Connection) 
     )
     assert resp.status == 200, resp.text
     body = resp.json()
-    assert list(body)[-6:] == POLICIES
+    assert list(body)[-7:-1] == POLICIES
     assert {k: body[k] for k in POLICIES} == {
         "retries": 3,
         "retry_delay": "00:00:10",
@@ -103,6 +103,11 @@ def test_intervals_as_text_or_seconds(api: Client) -> None:
         ({"priority": -101}, "bad priority -101"),
         ({"priority": {}}, "key 'priority' must be a whole number"),
         ({"priority": -(2**31) - 1}, "key 'priority' is out of range"),
+        ({"catch_up_window": "-1 minute"}, "bad catch_up_window '-00:01:00'"),
+        ({"catch_up_window": 0}, "bad catch_up_window '00:00:00'"),
+        ({"catch_up_window": "2 years"}, "bad catch_up_window '2 years'"),
+        ({"catch_up_window": "later"}, "bad catch_up_window: 'later' (invalid input syntax"),
+        ({"catch_up_window": True}, "key 'catch_up_window' must be an interval"),
     ],
 )
 def test_a_bad_value_is_a_400_naming_it_and_changes_nothing(
@@ -121,6 +126,15 @@ def test_a_bad_value_is_a_400_naming_it_and_changes_nothing(
     assert scalar(conn, "SELECT count(*) FROM timers.timers") == 1
 
 
+def test_the_catch_up_window_is_saved_and_shown(api: Client, conn: psycopg.Connection) -> None:
+    assert save(api)["catch_up_window"] is None
+    body = save(api, catch_up_window="2 hours")
+    assert list(body)[-1] == "catch_up_window" and body["catch_up_window"] == "02:00:00"
+    assert save(api, catch_up_window=90)["catch_up_window"] == "00:01:30"  # seconds
+    assert scalar(conn, "SELECT catch_up_window FROM timers.timers") == dt.timedelta(seconds=90)
+    assert save(api, catch_up_window=None)["catch_up_window"] is None
+
+
 def test_a_bad_time_is_named_too(api: Client) -> None:
     resp = api.post("/api/timers", timer(start_at="someday", timeout="5 minutes"))
     assert resp.status == 400
@@ -133,8 +147,10 @@ def test_the_openapi_document_has_every_option(api: Client) -> None:
     assert body["retries"]["type"] == "integer" and body["retries"]["maximum"] == 100
     assert body["priority"]["minimum"] == -100 and body["priority"]["maximum"] == 100
     assert body["pause_after"]["minimum"] == 1 and body["pause_after"]["nullable"] is True
-    for key in ("retry_delay", "jitter"):
+    for key in ("retry_delay", "jitter", "catch_up_window"):
         assert [s["type"] for s in body[key]["oneOf"]] == ["string", "number"]
+    timer_fields = doc["components"]["schemas"]["Timer"]["properties"]
+    assert timer_fields["catch_up_window"]["nullable"] is True
     assert set(doc["paths"]) >= {
         "/api/timers/{name}/backfill", "/api/backfills", "/api/backfills/{id}/cancel",
     }  # fmt: skip
