@@ -254,7 +254,7 @@ BAD_SCHEDULES = [
     "cron 1 2 3 4 5 6",
     "trading \u202eLAC 15:05",
     "once 2001-01-01 00:00",
-    "monthly 31 02:00",
+    "monthly 32 02:00",
     "daily 02:00\nhourly",
     "\U0001f600",
 ]
