@@ -17,6 +17,7 @@ import pytest
 from pgtimers.schema.install import install
 from tests.conftest import Server, scalar
 from tests.faults.cluster import Cluster
+from tests.faults.proxy import Proxy
 from tests.integration.runner.conftest import LOG_TABLE, RunnerProcess
 
 
@@ -47,6 +48,16 @@ def prepare(cluster: Cluster) -> None:
     install(cluster.dsn("app"))
     with psycopg.connect(cluster.dsn("app"), autocommit=True) as conn:
         conn.execute(LOG_TABLE)
+
+
+@pytest.fixture
+def proxy(cluster: Cluster) -> Iterator[Proxy]:
+    """A TCP proxy to the cluster (proxy.py) that the test can stall; closed at the end."""
+    made = Proxy(cluster.port)
+    try:
+        yield made
+    finally:
+        made.close()
 
 
 @pytest.fixture

@@ -8,10 +8,9 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import psycopg
-import pytest
 
 from tests.conftest import scalar
 from tests.faults.cluster import Cluster
@@ -23,15 +22,6 @@ Start = Callable[..., RunnerProcess]
 
 STALL = 8.0  # seconds the answers wait: under the control session's 10 s deadline (QUICK)
 TIMERS = 3
-
-
-@pytest.fixture
-def proxy(cluster: Cluster) -> Iterator[Proxy]:
-    made = Proxy(cluster.port)
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def _looked_since(dsn: str, since: dt.datetime) -> bool:

@@ -10,10 +10,9 @@ import datetime as dt
 import itertools
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import psycopg
-import pytest
 
 from tests.faults.cluster import Cluster
 from tests.faults.conftest import audit, settle
@@ -30,15 +29,6 @@ WORKER_BOUND = 4 + 15 + 2.0
 # the stalled transaction (15 s idle in it): the gap between two of its runs stays under
 # this, where a runner holding it for the whole stall makes it longer than STALL
 OWN_GAP = 2 + 15 + 3 + 3.0
-
-
-@pytest.fixture
-def proxy(cluster: Cluster) -> Iterator[Proxy]:
-    made = Proxy(cluster.port)
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def _stamps(log: str, pattern: str) -> list[dt.datetime]:
