@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import traceback
 from collections.abc import Awaitable, Callable, Mapping
 
 import asyncpg
 from aiohttp import web
 
-LOGGER = logging.getLogger("pgtimers.http")
+from pgtimers.runner import log
 
 # SQLSTATE (exact) -> HTTP status, checked before the classes below.
 _BY_STATE = {
@@ -117,15 +118,36 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except asyncpg.PostgresError as exc:
         mapped = from_postgres(exc)
         if mapped.status >= 500:
-            LOGGER.warning(
-                "%s %s: %s: %s", request.method, request.path, exc.sqlstate, mapped.message
+            log.event(
+                logging.WARNING,
+                "http_failed",
+                method=request.method,
+                path=request.path,
+                sqlstate=exc.sqlstate,
+                error=mapped.message,
             )
         return error_response(mapped, request)
     except (OSError, asyncpg.InterfaceError, asyncio.TimeoutError) as exc:
-        LOGGER.warning("%s %s: database unreachable: %s", request.method, request.path, exc)
+        log.event(
+            logging.WARNING,
+            "http_database_unreachable",
+            method=request.method,
+            path=request.path,
+            error=str(exc),
+        )
         return error_response(HttpError(503, f"cannot reach the database: {exc}"), request)
     except asyncio.CancelledError:
         raise
-    except Exception:
-        LOGGER.exception("%s %s failed", request.method, request.path)
+    except Exception as exc:
+        # one line: the path is the caller's (decoded, it may hold line breaks) and the
+        # traceback is escaped into a value, so neither can forge a line of the log
+        log.event(
+            logging.ERROR,
+            "http_failed",
+            method=request.method,
+            path=request.path,
+            error_type=type(exc).__name__,
+            error=str(exc),
+            traceback="".join(traceback.format_exception(exc)),
+        )
         return error_response(HttpError(500, "internal error; see the runner's log"), request)

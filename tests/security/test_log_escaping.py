@@ -10,6 +10,7 @@ escapes read back to the value exactly.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import sys
@@ -77,3 +78,32 @@ def test_plain_text_and_unicode_stay_bare() -> None:
     assert log.line("x", name="shop_totals", zone="Asia/Kathmandu", word="naïve✓") == (
         "event=x name=shop_totals zone=Asia/Kathmandu word=naïve✓"
     )
+
+
+def test_the_http_apis_failures_are_one_escaped_line_each(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A caller chooses the path (aiohttp decodes %0d%0a into a real line break) and a
+    failure's traceback has many lines: each failure is still one line of the log."""
+    from aiohttp import web
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from pgtimers.http.errors import error_middleware
+
+    async def broken(request: web.Request) -> web.StreamResponse:
+        raise RuntimeError("a bug\nts=2027-01-01T00:00:00.000Z level=info event=forged")
+
+    async def main() -> int:
+        app = web.Application(middlewares=[error_middleware])
+        app.router.add_get(r"/{tail:[\s\S]*}", broken)
+        async with TestClient(TestServer(app)) as client:
+            response = await client.get("/api/x%0d%0ats=2027-01-01T00:00:00.000Z%20event=forged")
+            return response.status
+
+    log.setup()
+    assert asyncio.run(main()) == 500
+    out = capsys.readouterr().err
+    lines = [x for x in out.splitlines() if "event=http_failed" in x]
+    assert len(lines) == 1, out
+    assert len(out.splitlines()) == 1, out
+    assert "error_type=RuntimeError" in lines[0] and "traceback=" in lines[0]
