@@ -17,8 +17,9 @@ LOGGER = logging.getLogger("pgtimers.runner")
 MAX_VALUE = 8000
 # Characters a value cannot show as they are: control characters (C0, DEL, C1:
 # CR, ESC, NEL and the rest), the Unicode line and paragraph separators, and the
-# bidi controls, which reorder how the rest of a line reads. Each is written \uXXXX,
-# so a value can neither end its line nor drive the terminal that shows it.
+# bidi controls, which reorder how the rest of a line reads. Each is written as a
+# backslash, u and four hex digits, so a value can neither end its line nor drive the
+# terminal that shows it.
 _UNSAFE = r"\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
 _ESCAPE = re.compile(rf'[\\"{_UNSAFE}]')
 _QUOTE = re.compile(rf'[\s"=\\{_UNSAFE}]')
