@@ -43,6 +43,8 @@ GRANT UPDATE (finished_at, result)
 -- (a pause after failures turns a timer off through timers._pause: never this grant)
 GRANT UPDATE (next_due_at, expired, last_due_at, last_run_at, last_late_ms, max_late_ms, last_ok, last_error, last_took_ms, last_rows, runs, scheduled_runs, failures, skipped, last_skip_at, last_skip_reason, caught_up, catch_up_due_at, retry_due_at, retry_attempt, retry_at, fail_streak)
     ON timers.timers TO pgtimers_runner;
+GRANT SELECT ON timers.autonomous_runs TO pgtimers_reader;
+GRANT SELECT, INSERT, UPDATE, DELETE ON timers.autonomous_runs TO pgtimers_runner;
 GRANT SELECT ON timers.backfill_jobs TO pgtimers_reader;
 GRANT SELECT, DELETE ON timers.backfill_jobs TO pgtimers_runner;
 GRANT UPDATE (done, failed, state, next_at, ended_at, note)
@@ -100,3 +102,7 @@ COMMENT ON COLUMN timers.timers.catch_up_window IS
     'How old a due time missed while no runner served may be and still run late (NULL: no window, catch_up alone decides); older ones are skipped (docs/running.md, "Catch-up and skips").';
 COMMENT ON COLUMN timers.timers.origin_at IS
     'The timer''s clock when it was created: pgtimers.prev_due_at never names a due time at or before it (NULL: a timer from before revision 0025, no such bound).';
+COMMENT ON COLUMN timers.timers.autonomous IS
+    'Whether the timer''s SQL runs as its owner in a session of its own, statement by statement, each committing by itself (VACUUM, CREATE INDEX CONCURRENTLY, procedures that COMMIT), instead of in the runner''s transaction (docs/running.md, "Autonomous timers").';
+COMMENT ON TABLE timers.autonomous_runs IS
+    'The attempts of autonomous timers under way: claimed and committed as started, not yet reported back. One whose sessions are gone is recorded as failed, "interrupted: ...".';
