@@ -18,6 +18,7 @@ import asyncpg
 
 from pgtimers import __version__
 from pgtimers.runner import blocked, log
+from pgtimers.runner.autonomous import OwnerSessions
 from pgtimers.runner.blocked import BlockedWatch
 from pgtimers.runner.budget import is_refused
 from pgtimers.runner.clock_watch import ClockWatch
@@ -133,6 +134,12 @@ class DatabaseRunner(WorkerPool, Parking):
         """Serve until stopping: the control session and the workers, each reconnecting
         alone; any failure is logged and tried again, never the end of serving."""
         lost = LostRuns(time.monotonic)  # its workers' runs whose session ended
+        # autonomous runs' owner sessions count in the connection budget
+        owners = OwnerSessions(
+            self.s.dsn,
+            self.s.owner_dsns,
+            lambda: self.s.budget.slot(self.s.dsn, self._stops(), self._alive),
+        )
         self.workers = workers = [
             Worker(
                 self.s.dsn,
@@ -142,6 +149,7 @@ class DatabaseRunner(WorkerPool, Parking):
                 lost,
                 self.trouble,
                 self.held,
+                owners,
             )
             for i in range(self.s.workers + self._burst())
         ]

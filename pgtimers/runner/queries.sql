@@ -150,3 +150,13 @@ SELECT timers._runner_park($1, $2)
 -- name: ringing
 -- The databases of this server where a session waits for the runner (timers._ring).
 SELECT timers._ringing()
+
+-- name: autonomous_began
+-- An autonomous run's owner session is up: its backend pid and login
+-- (timers._autonomous_alive tells by them whether the run can still report back).
+SELECT timers._autonomous_began($1, $2, $3)
+
+-- name: autonomous_finish
+-- An autonomous run ended: its outcome ({ok, error, sqlstate, rows}) recorded as an
+-- attempt of its kind (NULL: recorded already, as interrupted, or its timer is gone).
+SELECT timers._autonomous_finish($1, $2::jsonb, $3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pgtimers.runner.budget import ConnectionBudget
@@ -27,6 +28,8 @@ class Serving:
     leave_when_not_installed: bool = False
     # the worker connections to this database's server, shared with its other databases
     budget: ConnectionBudget = field(default_factory=ConnectionBudget)
+    # the DSNs of timer owners' logins for autonomous runs (--owner-dsn), by owner
+    owner_dsns: Mapping[str, str] = field(default_factory=dict)
 
 
 class Backoff:

@@ -16,6 +16,7 @@ from typing import Any
 import asyncpg
 
 from pgtimers.runner import log
+from pgtimers.runner.autonomous import CONNECT_SECONDS, Attempt, OwnerSessions
 from pgtimers.runner.budget import IDLE_CLOSE
 from pgtimers.runner.connect import DEFAULT_TIMEOUT_MS, close, connect
 from pgtimers.runner.held import Held
@@ -54,6 +55,7 @@ class Worker:
         lost: LostRuns | None = None,
         trouble: Trouble | None = None,
         held: Held | None = None,
+        owners: OwnerSessions | None = None,
     ) -> None:
         self.dsn = dsn
         self.database = database
@@ -67,6 +69,7 @@ class Worker:
         self.lost = lost if lost is not None else LostRuns(time.monotonic)
         self.trouble = trouble if trouble is not None else Trouble(lambda: self.database)
         self.held = held if held is not None else Held(lambda: self.database)
+        self.owners = owners if owners is not None else OwnerSessions(dsn)
         self.pid: int | None = None  # its session's server pid (blocked.py)
         self.busy_since: float | None = None  # (time.monotonic()) its round trip in flight
         # the connection's secret for its claims' notices, and its own session settings,
@@ -227,6 +230,8 @@ class Worker:
         for result in batch["results"]:
             if "claim" in result:
                 result = await self._with_own_timeout(conn, result)
+            if "autonomous" in result:
+                result = await self._autonomous(conn, result)
             if "failed" in result:
                 self._machinery_failed(result["failed"], int(result["id"]), result)
                 result = {}
@@ -238,6 +243,25 @@ class Worker:
                 self._keyed_until = time.monotonic() + KEYED_STREAK_SECONDS
             results.append(result)
         return results
+
+    async def _autonomous(self, conn: Session, started: dict[str, Any]) -> Any:
+        """An autonomous attempt, committed as started: run it as its owner, on a session of
+        the owner's login, then record its outcome on this worker's session (idle
+        meanwhile: no transaction of it holds back CREATE INDEX CONCURRENTLY)."""
+        attempt = Attempt.from_json(started["autonomous"])
+        # the watchdog waits for the run's own limit, its connecting and its cancel
+        self.answer_by = time.monotonic() + attempt.timeout_ms / 1000 + CONNECT_SECONDS + 2 * MARGIN
+
+        async def began(pid: int, login: str) -> None:
+            with self._deadline(conn, DEFAULT_TIMEOUT_MS):
+                await conn.fetchval(query("autonomous_began"), attempt.run_id, pid, login)
+
+        outcome = await self.owners.run(attempt, began)
+        with self._deadline(conn, DEFAULT_TIMEOUT_MS):
+            recorded = await conn.fetchval(
+                query("autonomous_finish"), attempt.run_id, outcome.as_json(), self.runner_id
+            )
+        return recorded or {}
 
     @contextlib.contextmanager
     def _deadline(self, conn: Session, limit_ms: int) -> Iterator[None]:

@@ -297,9 +297,10 @@ BEGIN
 END
 $$;
 
--- A run's rows: the row count of its SQL's last statement (rows inserted, updated,
--- deleted or returned); when that is 0 and the SQL is not one such statement (a CALL, a
--- DO block, REFRESH, several statements), the rows the run wrote: the server's counters of
+-- A run's rows: for one INSERT, UPDATE, DELETE, MERGE or query, its row count (rows
+-- written or returned); for anything else (a CALL, a DO block, REFRESH, several
+-- statements: p_before is known) the rows the run inserted, updated and deleted in all,
+-- whatever its last statement returned: the server's counters of
 -- this session's writes now less p_before, their value before the SQL. The counters keep
 -- the writes of this session's earlier transactions until they are sent to the
 -- statistics (at most once a second, when the session is idle), so without p_before a
@@ -310,7 +311,7 @@ CREATE OR REPLACE FUNCTION timers._run_rows(p_count bigint, p_before bigint) RET
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
-    IF coalesce(p_count, 0) <> 0 OR p_before IS NULL THEN
+    IF p_before IS NULL THEN
         RETURN coalesce(p_count, 0);
     END IF;
     RETURN greatest(timers._rows_written() - p_before, 0);

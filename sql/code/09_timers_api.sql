@@ -727,7 +727,8 @@ CREATE OR REPLACE FUNCTION timers._lock_or_running(p_name text, OUT t timers.tim
 BEGIN
     SELECT * INTO t FROM timers.timers x
      WHERE lower(x.name) = lower(p_name) COLLATE "default" FOR UPDATE SKIP LOCKED;
-    IF FOUND THEN
+    -- an autonomous run under way holds no lock on the row: it is running all the same
+    IF FOUND AND NOT timers._autonomous_open(t) THEN
         running := false;
         IF timers._apply_pending(t.id) THEN
             SELECT * INTO t FROM timers.timers x WHERE x.id = t.id;

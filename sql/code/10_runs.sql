@@ -53,7 +53,12 @@ BEGIN
             least(
                 (SELECT t.fire_at FROM timers.timers t
                   WHERE t.fire_at IS NOT NULL AND t.test_clock IS NULL
+                    AND NOT (t.autonomous AND EXISTS (
+                        SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
                   ORDER BY t.fire_at LIMIT 1),
+                -- an autonomous run that will never report back: record it now
+                (SELECT now() WHERE EXISTS (
+                    SELECT 1 FROM timers.autonomous_runs o WHERE NOT timers._autonomous_alive(o))),
                 (SELECT now() WHERE EXISTS (
                     SELECT 1 FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
                      WHERE t.test_clock IS NOT NULL AND t.fire_at IS NOT NULL
@@ -62,7 +67,8 @@ BEGIN
                     SELECT 1 FROM timers.backfill_jobs b WHERE b.state = 'running')),
                 (SELECT now() WHERE EXISTS (
                     SELECT 1 FROM timers.run_requests r
-                     WHERE r.finished_at IS NULL AND r.requested_at > now() - interval '5 minutes')),
+                     WHERE r.finished_at IS NULL AND r.requested_at > now() - interval '5 minutes'
+                       AND NOT EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = r.timer_id))),
                 (SELECT k.owed_at FROM timers.keyed_timers k
                   WHERE k.status = 'armed' AND k.test_clock IS NULL
                   ORDER BY k.owed_at, k.place, k.key LIMIT 1),
@@ -713,24 +719,18 @@ DECLARE
     v_due timestamptz := p_due;
     v_planned timestamptz;
     v_kind text;
-    v_started timestamptz;
-    v_ended timestamptz;
     v_cap integer := timers._skip_rows_cap();
     v_skips jsonb := '[]';
     v_event jsonb;
     w record;
-    a record;
-    o record;
     r jsonb;
-    v_ok boolean;
-    v_late bigint;
     v_n1 timestamptz;
     v_locks text;
     v_prev timestamptz;
     v_skipped_to boolean := false;
 BEGIN
     SELECT * INTO t FROM timers.timers WHERE id = p_id FOR UPDATE SKIP LOCKED;
-    IF NOT FOUND THEN
+    IF NOT FOUND OR timers._autonomous_open(t) THEN
         RETURN NULL;
     END IF;
     -- turned off or deleted while it ran: done now, and nothing runs
@@ -785,33 +785,63 @@ BEGIN
         END IF;
     END IF;
 
+    -- the walk above knows the due time before when it skipped
+    IF NOT v_skipped_to THEN
+        v_prev := timers._prev_due(t, v_due, t.origin_at);
+    END IF;
+    IF t.autonomous AND p_lost IS NULL THEN
+        RETURN timers._autonomous_start(t, 'timer', v_kind, v_due, 1, v_planned, v_prev, v_n1,
+                                        v_skips, NULL, p_runner);
+    END IF;
     v_locks := timers._limit_lock_waits();
-    r := timers._execute(t, v_due, v_now, 1, v_planned, p_lost,
-                         -- the walk above knows it when it skipped
-                         CASE WHEN v_skipped_to THEN v_prev ELSE timers._prev_due(t, v_due, t.origin_at) END);
+    r := timers._execute(t, v_due, v_now, 1, v_planned, p_lost, v_prev);
     IF p_lost IS NULL AND r->>'sqlstate' = '55P03' THEN
         RETURN timers._yielded(t, v_kind, v_due, r, v_skips);
     END IF;
     PERFORM set_config('lock_timeout', v_locks, true);
-    v_ok := (r->>'ok')::boolean;
-    v_late := (r->>'late_ms')::bigint;
+    RETURN timers._due_recorded(t, v_kind, v_due, v_n1, v_now, r, v_skips, p_runner);
+END
+$$;
+
+-- The record of the first attempt of due time p_due of timer t (its row locked by the
+-- caller), whose outcome is r (timers._execute; an autonomous timer's, timers.
+-- _autonomous_finish), p_kind scheduled or catch_up: the timer's counters, its next
+-- due time (p_n1: the walk's, if it knows it), the due times that came while it ran
+-- (skipped, or one catch-up run), the retry or pause a failure leads to, the timers.runs
+-- row. p_now: the timer's clock when it was claimed (a test clock's run takes no time).
+-- Returns the result the runner logs.
+CREATE OR REPLACE FUNCTION timers._due_recorded(
+    t timers.timers, p_kind text, p_due timestamptz, p_n1 timestamptz, p_now timestamptz,
+    r jsonb, p_skips jsonb, p_runner text)
+    RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_skips jsonb := p_skips;
+    v_n1 timestamptz := p_n1;
+    v_ok boolean := (r->>'ok')::boolean;
+    v_late bigint := (r->>'late_ms')::bigint;
+    v_started timestamptz := p_now;
+    v_ended timestamptz := p_now;
+    v_event jsonb;
+    a record;
+    o record;
+BEGIN
     IF t.test_clock IS NULL THEN
         v_started := (r->>'started_at')::timestamptz;
         v_ended := clock_timestamp();
-    ELSE
-        v_started := v_now;
-        v_ended := v_now;
     END IF;
 
     t.scheduled_runs := t.scheduled_runs + 1;
     -- the walk's next due time holds unless max_runs (which this run counts toward) ends it
     IF v_n1 IS NULL OR t.max_runs IS NOT NULL THEN
-        v_n1 := timers._plan(t, v_due);
+        v_n1 := timers._plan(t, p_due);
     END IF;
-    a := timers._after_run(t, v_due, v_started, v_ended, v_n1);
+    a := timers._after_run(t, p_due, v_started, v_ended, v_n1);
     IF a.skip_n > 0 THEN
         v_event := timers._record_skips(t, a.skip_dues, a.skip_n, a.skip_first, a.skip_last,
-            format('the run due at %s was still running', timers._iso(v_due)), p_runner);
+            format('the run due at %s was still running', timers._iso(p_due)), p_runner);
         v_skips := v_skips || jsonb_build_array(v_event);
     END IF;
     -- a catch-up run due right away leaves no room for a retry
@@ -819,7 +849,7 @@ BEGIN
                                  CASE WHEN a.catch_up THEN v_ended ELSE a.next_due END);
 
     UPDATE timers.timers SET
-        last_due_at = v_due,
+        last_due_at = p_due,
         last_run_at = v_started,
         last_late_ms = v_late,
         max_late_ms = greatest(max_late_ms, v_late),
@@ -830,18 +860,18 @@ BEGIN
         runs = runs + CASE WHEN o.final THEN 1 ELSE 0 END,
         scheduled_runs = scheduled_runs + 1,
         failures = failures + CASE WHEN o.final AND NOT v_ok THEN 1 ELSE 0 END,
-        caught_up = caught_up + CASE WHEN v_kind = 'catch_up' THEN 1 ELSE 0 END,
+        caught_up = caught_up + CASE WHEN p_kind = 'catch_up' THEN 1 ELSE 0 END,
         fail_streak = o.streak,
-        retry_due_at = CASE WHEN NOT o.final THEN v_due END,
+        retry_due_at = CASE WHEN NOT o.final THEN p_due END,
         retry_attempt = CASE WHEN NOT o.final THEN 2 END,
         retry_at = o.retry_at,
         next_due_at = a.next_due,
         catch_up_due_at = CASE WHEN a.catch_up THEN a.next_due END,
         expired = (a.next_due IS NULL)
      WHERE id = t.id;
-    PERFORM timers._attempt_recorded(t, v_kind, v_due, 1, r, v_late, o.retry_at, o.given_up,
+    PERFORM timers._attempt_recorded(t, p_kind, p_due, 1, r, v_late, o.retry_at, o.given_up,
                                      o.pause, o.streak, p_runner);
-    RETURN timers._ran_after_yield(timers._attempt_result(t, v_kind, v_due, 1, r, v_late, v_skips,
+    RETURN timers._ran_after_yield(timers._attempt_result(t, p_kind, p_due, 1, r, v_late, v_skips,
                                                           o.retry_at, o.given_up, o.pause), t.id);
 END
 $$;
@@ -856,11 +886,8 @@ CREATE OR REPLACE FUNCTION timers._run_retry(t timers.timers, p_runner text, p_l
     AS $$
 DECLARE
     v_now timestamptz := timers._run_clock(t, p_lost);
-    v_started timestamptz;
-    v_ended timestamptz;
-    o record;
+    v_prev timestamptz;
     r jsonb;
-    v_ok boolean;
     v_locks text;
 BEGIN
     IF v_now IS NULL OR t.retry_at > v_now THEN
@@ -871,20 +898,39 @@ BEGIN
                                              ELSE 'turned off before its retry' END, p_runner);
     END IF;
 
+    v_prev := timers._prev_due(t, t.retry_due_at, t.origin_at);
+    IF t.autonomous AND p_lost IS NULL THEN
+        RETURN timers._autonomous_start(t, 'retry', 'retry', t.retry_due_at, t.retry_attempt,
+                                        t.retry_at, v_prev, NULL, '[]', NULL, p_runner);
+    END IF;
     v_locks := timers._limit_lock_waits();
-    r := timers._execute(t, t.retry_due_at, v_now, t.retry_attempt, t.retry_at, p_lost,
-                         timers._prev_due(t, t.retry_due_at, t.origin_at));
+    r := timers._execute(t, t.retry_due_at, v_now, t.retry_attempt, t.retry_at, p_lost, v_prev);
     IF p_lost IS NULL AND r->>'sqlstate' = '55P03' THEN
         RETURN timers._yielded(t, 'retry', t.retry_due_at, r, '[]');
     END IF;
     PERFORM set_config('lock_timeout', v_locks, true);
-    v_ok := (r->>'ok')::boolean;
+    RETURN timers._retry_recorded(t, v_now, r, p_runner);
+END
+$$;
+
+-- The record of a retry of timer t (its row locked by the caller) whose outcome is r
+-- (timers._execute; an autonomous timer's, timers._autonomous_finish): the timer's
+-- counters, the next retry or the end of them, the timers.runs row. p_now: the timer's
+-- clock when it was claimed. Returns the result the runner logs.
+CREATE OR REPLACE FUNCTION timers._retry_recorded(t timers.timers, p_now timestamptz, r jsonb, p_runner text)
+    RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_ok boolean := (r->>'ok')::boolean;
+    v_started timestamptz := p_now;
+    v_ended timestamptz := p_now;
+    o record;
+BEGIN
     IF t.test_clock IS NULL THEN
         v_started := (r->>'started_at')::timestamptz;
         v_ended := clock_timestamp();
-    ELSE
-        v_started := v_now;
-        v_ended := v_now;
     END IF;
     o := timers._attempt_outcome(t, t.retry_attempt, v_ok, r->>'error', v_ended, t.next_due_at);
     UPDATE timers.timers SET
@@ -967,6 +1013,7 @@ BEGIN
                          WHERE d.test_clock IS NOT NULL AND d.fire_at IS NOT NULL
                            AND d.fire_at <= k.now)
            AND x.enabled AND NOT x.expired
+           AND NOT (x.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = x.id))
          ORDER BY x.id
            FOR UPDATE OF x SKIP LOCKED
     LOOP
@@ -997,6 +1044,7 @@ BEGIN
         SELECT * FROM timers.timers x
          WHERE x.test_clock IS NULL AND x.fire_at > p_from AND x.fire_at <= p_to
            AND x.enabled AND NOT x.expired
+           AND NOT (x.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = x.id))
          ORDER BY x.id
            FOR UPDATE SKIP LOCKED
     LOOP
@@ -1022,6 +1070,9 @@ CREATE OR REPLACE FUNCTION timers._run_error(p_sqlstate text, p_message text, p_
             WHEN p_sqlstate = '57014'
                 THEN 'cancelled: ' || timers._cut(p_message)
                      || ' (timers.cancel, or pg_cancel_backend of the run''s session)'
+            WHEN p_sqlstate = '2D000'
+                THEN timers._cut(p_message) || ' (the SQL commits or rolls back, which a run in one'
+                     || ' transaction cannot: save the timer with autonomous => true to run it at top level)'
             ELSE timers._cut(p_message) END
     $$;
 
@@ -1046,6 +1097,7 @@ BEGIN
       FROM timers.timers t
      WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority <> 0 AND t.priority > 0
        AND t.id <> ALL (p_skip)
+       AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
      ORDER BY t.priority DESC, t.fire_at, t.last_run_at NULLS FIRST, t.id
      LIMIT 1
        FOR UPDATE SKIP LOCKED;
@@ -1055,6 +1107,7 @@ BEGIN
     SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout INTO id, due_at, timeout
       FROM timers.timers t
      WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority = 0 AND t.id <> ALL (p_skip)
+       AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
      ORDER BY t.fire_at, t.last_run_at NULLS FIRST, t.id
      LIMIT 1
        FOR UPDATE SKIP LOCKED;
@@ -1065,6 +1118,7 @@ BEGIN
       FROM timers.timers t
      WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority <> 0 AND t.priority < 0
        AND t.id <> ALL (p_skip)
+       AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
      ORDER BY t.priority DESC, t.fire_at, t.last_run_at NULLS FIRST, t.id
      LIMIT 1
        FOR UPDATE SKIP LOCKED;
@@ -1075,6 +1129,7 @@ BEGIN
       FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
      WHERE t.test_clock IS NOT NULL AND t.fire_at IS NOT NULL AND t.fire_at <= c.now
        AND t.id <> ALL (p_skip)
+       AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
      ORDER BY t.priority DESC, t.fire_at, t.last_run_at NULLS FIRST, t.id
      LIMIT 1
        FOR UPDATE OF t SKIP LOCKED;
@@ -1120,6 +1175,8 @@ BEGIN
             SELECT q.id, t.timeout INTO v_id, v_timeout
               FROM timers.run_requests q LEFT JOIN timers.timers t ON t.id = q.timer_id
              WHERE q.finished_at IS NULL AND q.requested_at > now() - interval '5 minutes'
+               -- an autonomous run of the timer under way: the request waits for it
+               AND NOT EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = q.timer_id)
              ORDER BY q.id
              LIMIT 1
                FOR UPDATE OF q SKIP LOCKED;
@@ -1248,6 +1305,14 @@ DECLARE
     v_until pg_catalog.timestamptz := pg_catalog.clock_timestamp()
         OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => p_budget_ms OPERATOR(pg_catalog./) 1000.0);
 BEGIN
+    -- autonomous runs that will never report back are recorded first (their own commit)
+    IF EXISTS (SELECT FROM timers.autonomous_runs) THEN
+        v_kept := timers._autonomous_sweep(p_runner);
+        IF pg_catalog.jsonb_array_length(v_kept) OPERATOR(pg_catalog.>) 0 THEN
+            COMMIT;
+            v_fired := pg_catalog.jsonb_array_length(v_kept);
+        END IF;
+    END IF;
     LOOP
         IF p_late IS NOT NULL THEN
             PERFORM pg_catalog.set_config('pgtimers.late', p_late::pg_catalog.text, true);
@@ -1269,11 +1334,13 @@ $$;
 
 -- Whether a fire's result needs the runner before the next fire: a claim to run with
 -- its own time limit, a failure of the run's machinery, a run that yielded (waited too
--- long for a lock: the next fire would claim it again; the runner holds it back).
+-- long for a lock: the next fire would claim it again; the runner holds it back), an
+-- autonomous timer's attempt, committed as started, that the runner runs now
+-- (timers._autonomous_start).
 CREATE OR REPLACE FUNCTION timers._fire_stops(p_result jsonb) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
-    AS $$ SELECT p_result ?| ARRAY['claim', 'failed', 'yielded'] $$;
+    AS $$ SELECT p_result ?| ARRAY['claim', 'failed', 'yielded', 'autonomous'] $$;
 
 -- Whether timers._fire_many hands a fire's result to the runner: it failed, skipped or
 -- paused something, ran a timer the runner held back (timers._ran_after_yield), or the
@@ -1328,6 +1395,8 @@ REVOKE ALL ON FUNCTION
     timers._pause(bigint,jsonb),
     timers._run_due(bigint,timestamp with time zone,text,jsonb),
     timers._run_retry(timers.timers,text,jsonb),
+    timers._retry_recorded(timers.timers,timestamp with time zone,jsonb,text),
+    timers._due_recorded(timers.timers,text,timestamp with time zone,timestamp with time zone,timestamp with time zone,jsonb,jsonb,text),
     timers._give_up_retry(timers.timers,text,text),
     timers._apply_gaps(text,text,timestamp with time zone),
     timers._server_clock_jumped(timestamp with time zone,timestamp with time zone,text),
@@ -1363,6 +1432,8 @@ GRANT EXECUTE ON FUNCTION
     timers._pause(bigint,jsonb),
     timers._run_due(bigint,timestamp with time zone,text,jsonb),
     timers._run_retry(timers.timers,text,jsonb),
+    timers._retry_recorded(timers.timers,timestamp with time zone,jsonb,text),
+    timers._due_recorded(timers.timers,text,timestamp with time zone,timestamp with time zone,timestamp with time zone,jsonb,jsonb,text),
     timers._give_up_retry(timers.timers,text,text),
     timers._apply_gaps(text,text,timestamp with time zone),
     timers._server_clock_jumped(timestamp with time zone,timestamp with time zone,text),

@@ -31,9 +31,10 @@ BEGIN
     IF t.id IS NULL THEN
         PERFORM timers._no_such_timer(p_name);
     END IF;
-    IF EXISTS (SELECT 1 FROM timers.run_requests q WHERE q.timer_id = t.id AND q.finished_at IS NULL) THEN
+    IF EXISTS (SELECT 1 FROM timers.run_requests q WHERE q.timer_id = t.id AND q.finished_at IS NULL)
+       OR timers._autonomous_open(t) THEN
         RAISE EXCEPTION 'timer ''%'' is running', t.name
-            USING ERRCODE = '55P03', DETAIL = 'A run-now of it is waiting for the runner.';
+            USING ERRCODE = '55P03', DETAIL = 'A run-now of it is waiting for the runner, or its autonomous run is under way.';
     END IF;
     IF timers._live_runners() = 0 THEN
         RAISE EXCEPTION 'no pgtimers runner serves database %, so timer ''%'' cannot run now', current_database(), t.name
@@ -67,7 +68,6 @@ DECLARE
     t timers.timers;
     r jsonb;
     v_now timestamptz;
-    v_ok boolean;
     v_result jsonb;
 BEGIN
     SELECT * INTO q FROM timers.run_requests
@@ -83,35 +83,58 @@ BEGIN
     IF t.id IS NULL THEN
         v_result := jsonb_build_object('name', q.timer, 'finished', true, 'ok', false,
             'error', 'the timer was deleted before it could run', 'took_ms', 0, 'rows', 0);
-    ELSE
-        v_now := coalesce(timers._now(t.test_clock), now());
-        r := timers._execute(t, v_now, v_now, 1, v_now, p_lost);
-        v_ok := (r->>'ok')::boolean;
-        IF NOT v_ok THEN
-            PERFORM timers._event('failed', t.name, NULL, 1, r->>'error', r->>'sqlstate',
-                                  jsonb_build_object('kind', 'run_now'));
-        END IF;
-        UPDATE timers.timers SET
-            last_run_at = CASE WHEN t.test_clock IS NULL THEN (r->>'started_at')::timestamptz ELSE v_now END,
-            last_ok = v_ok,
-            last_error = r->>'error',
-            last_took_ms = (r->>'took_ms')::bigint,
-            last_rows = (r->>'rows')::bigint,
-            runs = runs + 1,
-            failures = failures + CASE WHEN v_ok THEN 0 ELSE 1 END
-         WHERE id = t.id;
-        INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, ok, error, rows, runner)
-        VALUES (t.id, t.name, 'run_now', NULL, (r->>'started_at')::timestamptz, (r->>'took_ms')::bigint,
-                v_ok, r->>'error', (r->>'rows')::bigint, p_runner);
-        IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id) THEN
-            PERFORM timers._apply_pending(t.id);
-        END IF;
-        v_result := jsonb_build_object('name', t.name, 'finished', true, 'ok', v_ok,
-            'error', r->>'error', 'took_ms', (r->>'took_ms')::bigint, 'rows', (r->>'rows')::bigint);
+        UPDATE timers.run_requests SET finished_at = clock_timestamp(), result = v_result WHERE id = q.id;
+        RETURN v_result || jsonb_build_object('timer', q.timer, 'kind', 'run_now', 'sqlstate', '');
     END IF;
-    UPDATE timers.run_requests SET finished_at = clock_timestamp(), result = v_result WHERE id = q.id;
-    RETURN v_result || jsonb_build_object('timer', v_result->>'name', 'kind', 'run_now',
-                                          'sqlstate', r->>'sqlstate');
+    v_now := coalesce(timers._now(t.test_clock), now());
+    IF t.autonomous AND p_lost IS NULL THEN
+        RETURN timers._autonomous_start(t, 'request', 'run_now', NULL, 1, v_now, NULL, NULL, '[]', q.id,
+                                        p_runner);
+    END IF;
+    r := timers._execute(t, v_now, v_now, 1, v_now, p_lost);
+    RETURN timers._request_recorded(q, t, v_now, r, p_runner);
+END
+$$;
+
+-- The record of run-now request q of timer t (both rows locked by the caller), whose
+-- outcome is r (timers._execute; an autonomous timer's, timers._autonomous_finish): the
+-- timer's counters, the timers.runs row, the answer timers.run waits for. p_now: the
+-- timer's clock when it was claimed. Returns the result the runner logs.
+CREATE OR REPLACE FUNCTION timers._request_recorded(
+    q timers.run_requests, t timers.timers, p_now timestamptz, r jsonb, p_runner text)
+    RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_ok boolean := (r->>'ok')::boolean;
+    v_result jsonb;
+BEGIN
+    IF NOT v_ok THEN
+        PERFORM timers._event('failed', t.name, NULL, 1, r->>'error', r->>'sqlstate',
+                              jsonb_build_object('kind', 'run_now'));
+    END IF;
+    UPDATE timers.timers SET
+        last_run_at = CASE WHEN t.test_clock IS NULL THEN (r->>'started_at')::timestamptz ELSE p_now END,
+        last_ok = v_ok,
+        last_error = r->>'error',
+        last_took_ms = (r->>'took_ms')::bigint,
+        last_rows = (r->>'rows')::bigint,
+        runs = runs + 1,
+        failures = failures + CASE WHEN v_ok THEN 0 ELSE 1 END
+     WHERE id = t.id;
+    INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, ok, error, rows, runner)
+    VALUES (t.id, t.name, 'run_now', NULL, (r->>'started_at')::timestamptz, (r->>'took_ms')::bigint,
+            v_ok, r->>'error', (r->>'rows')::bigint, p_runner);
+    IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id) THEN
+        PERFORM timers._apply_pending(t.id);
+    END IF;
+    v_result := jsonb_build_object('name', t.name, 'finished', true, 'ok', v_ok,
+        'error', r->>'error', 'took_ms', (r->>'took_ms')::bigint, 'rows', (r->>'rows')::bigint);
+    IF q.id IS NOT NULL THEN
+        UPDATE timers.run_requests SET finished_at = clock_timestamp(), result = v_result WHERE id = q.id;
+    END IF;
+    RETURN v_result || jsonb_build_object('timer', t.name, 'kind', 'run_now', 'sqlstate', r->>'sqlstate');
 END
 $$;
 
@@ -177,6 +200,7 @@ REVOKE ALL ON FUNCTION
     timers._run_ask(name,text),
     timers._run_answer(bigint),
     timers._run_request(bigint,text,jsonb),
+    timers._request_recorded(timers.run_requests,timers.timers,timestamp with time zone,jsonb,text),
     timers._run_wait(bigint,text,timestamp with time zone)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 REVOKE ALL ON PROCEDURE
@@ -188,7 +212,8 @@ GRANT EXECUTE ON FUNCTION
     timers._run_wait(bigint,text,timestamp with time zone)
     TO pgtimers_admin;
 GRANT EXECUTE ON FUNCTION
-    timers._run_request(bigint,text,jsonb)
+    timers._run_request(bigint,text,jsonb),
+    timers._request_recorded(timers.run_requests,timers.timers,timestamp with time zone,jsonb,text)
     TO pgtimers_runner;
 GRANT EXECUTE ON PROCEDURE
     timers.run(text,jsonb)

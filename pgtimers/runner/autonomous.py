@@ -1,0 +1,216 @@
+"""Autonomous runs: a timer's SQL run as its owner, in a session of the owner's own login,
+statement by statement outside any transaction block (VACUUM, CREATE INDEX CONCURRENTLY,
+procedures that COMMIT). The session is made for the run and closed after it, so nothing
+the SQL leaves in it reaches another run; the worker records the outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from pgtimers.queries import beside
+
+query = beside(__file__, "autonomous.sql")
+
+# How long the owner's session may take to connect, and how long a cancelled statement
+# may take to stop before its session is closed (its backend then ends at its next check
+# of the client, client_connection_check_interval).
+CONNECT_SECONDS = 10.0
+CANCEL_GRACE = 5.0
+# Whether the client is still there, checked by the owner's backend this often (ms): a
+# runner that dies ends the run's session within about this long.
+CHECK_CLIENT_MS = 1000
+# The command tags whose count is rows written.
+_WRITES = ("INSERT", "UPDATE", "DELETE", "MERGE", "COPY")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """An autonomous attempt committed as started (timers._autonomous_start)."""
+
+    run_id: int
+    timer: str
+    owner: str
+    statements: list[str]
+    due_at: str
+    prev_due_at: str
+    attempt: int
+    timeout_ms: int
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Attempt:
+        """The attempt as timers._autonomous_start describes it."""
+        return cls(
+            run_id=int(data["run_id"]),
+            timer=str(data["timer"]),
+            owner=str(data["owner"]),
+            statements=[str(s) for s in data["statements"]],
+            due_at=str(data["due_at"]),
+            prev_due_at=str(data["prev_due_at"]),
+            attempt=int(data["attempt"]),
+            timeout_ms=int(data["timeout_ms"]),
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an autonomous run did, for timers._autonomous_finish."""
+
+    ok: bool
+    error: str = ""
+    sqlstate: str = ""
+    rows: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        """The outcome as timers._autonomous_finish takes it."""
+        return {"ok": self.ok, "error": self.error, "sqlstate": self.sqlstate, "rows": self.rows}
+
+
+# A statement the run's whole time limit stopped (timers._run_error says it plainly).
+TIMED_OUT = Outcome(False, "canceling statement due to statement timeout", "57014")
+
+
+def owner_dsn(runner_dsn: str, owner: str, owner_dsns: Mapping[str, str]) -> str:
+    """The DSN of the owner's login: the runner's config's for that owner, else the runner's
+    DSN with the owner's user name and no password (libpq then finds one: the password
+    file, a service file; or trust or peer where the server allows them)."""
+    if owner in owner_dsns:
+        return owner_dsns[owner]
+    params = {k: v for k, v in conninfo_to_dict(runner_dsn).items() if k != "password"}
+    params["user"] = owner
+    return make_conninfo("", **params)
+
+
+def _not_logged_in(owner: str, exc: BaseException) -> Outcome:
+    message = str(exc).strip().replace("\n", " ")
+    return Outcome(
+        False,
+        f"the runner cannot log in as the timer's owner {owner!r}, as whom an autonomous"
+        f" timer runs: {message}. Give the runner that login: its password in the runner's"
+        f" password file (PGPASSFILE or ~/.pgpass), a service file, --owner-dsn"
+        f" {owner}=<DSN>, or trust/peer for it in pg_hba.conf (docs/running.md,"
+        f' "Autonomous timers")',
+        getattr(exc, "sqlstate", None) or "28000",
+    )
+
+
+def _rows(cur: psycopg.AsyncCursor[Any], only: bool) -> int:
+    """The rows a statement wrote, by its command tag; a lone query's rows returned."""
+    tag = (cur.statusmessage or "").split(" ", 1)[0]
+    if tag in _WRITES or (only and tag == "SELECT"):
+        return max(cur.rowcount, 0)
+    return 0
+
+
+@dataclass
+class OwnerSessions:
+    """Opens owner sessions for autonomous runs and runs them."""
+
+    runner_dsn: str
+    owner_dsns: Mapping[str, str] = field(default_factory=dict)
+    # a slot of the connection budget for the owner's session (None: no budget)
+    slot: Callable[[], contextlib.AbstractAsyncContextManager[bool]] | None = None
+    clock: Callable[[], float] = time.monotonic
+
+    async def run(self, attempt: Attempt, began: Callable[[int, str], Awaitable[Any]]) -> Outcome:
+        """Run the attempt's statements as its owner within its time limit; began(pid,
+        login) is told when the owner's session is up. Never raises for the run's faults:
+        they are the outcome."""
+        async with self._slot() as got:
+            if not got:
+                return Outcome(False, "not run: the runner was stopping", "57P01")
+            return await self._run(attempt, began)
+
+    @contextlib.asynccontextmanager
+    async def _slot(self) -> AsyncIterator[bool]:
+        if self.slot is None:
+            yield True
+            return
+        async with self.slot() as got:
+            yield got
+
+    async def _run(self, attempt: Attempt, began: Callable[[int, str], Awaitable[Any]]) -> Outcome:
+        deadline = self.clock() + attempt.timeout_ms / 1000
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                owner_dsn(self.runner_dsn, attempt.owner, self.owner_dsns),
+                autocommit=True,
+                connect_timeout=int(CONNECT_SECONDS),
+                application_name=f"pgtimers: {attempt.timer}"[:63],
+                options=f"-c statement_timeout={attempt.timeout_ms}"
+                f" -c client_connection_check_interval={CHECK_CLIENT_MS}",
+            )
+        except (psycopg.Error, OSError) as exc:
+            return _not_logged_in(attempt.owner, exc)
+        try:
+            return await self._in_session(conn, attempt, began, deadline)
+        finally:
+            await _close(conn)
+
+    async def _in_session(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        attempt: Attempt,
+        began: Callable[[int, str], Awaitable[Any]],
+        deadline: float,
+    ) -> Outcome:
+        try:
+            cur = await conn.execute(query("whoami"))
+            login, _role, pid = await cur.fetchone() or ("", "", 0)
+            if login != attempt.owner:
+                return Outcome(
+                    False,
+                    f"the owner's DSN logs in as {login!r}, not as the timer's owner"
+                    f" {attempt.owner!r}: an autonomous timer runs as its owner only",
+                    "28000",
+                )
+            await began(int(pid), str(login))
+            await conn.execute(
+                query("run_settings"),
+                (attempt.timer, attempt.due_at, attempt.prev_due_at, str(attempt.attempt)),
+            )
+            rows = 0
+            only = len(attempt.statements) == 1
+            for statement in attempt.statements:
+                done = await _within(conn, statement, deadline - self.clock())
+                if done is None:
+                    return TIMED_OUT
+                rows += _rows(done, only)
+            return Outcome(True, rows=rows)
+        except psycopg.Error as exc:
+            diag = exc.diag
+            return Outcome(False, diag.message_primary or str(exc), exc.sqlstate or "")
+
+
+async def _within(
+    conn: psycopg.AsyncConnection[Any], statement: str, seconds: float
+) -> psycopg.AsyncCursor[Any] | None:
+    """Run one statement within `seconds`; None when it had to be stopped (cancelled, or
+    its session closed when a cancel was not enough)."""
+    if seconds <= 0:
+        return None
+    # as written: without parameters psycopg reads no placeholders in it
+    task = asyncio.ensure_future(conn.execute(statement))
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if done:
+        return task.result()
+    with contextlib.suppress(psycopg.Error):
+        await conn.cancel_safe(timeout=CANCEL_GRACE)
+    done, _ = await asyncio.wait({task}, timeout=CANCEL_GRACE)
+    if not done:
+        task.cancel()
+    with contextlib.suppress(BaseException):
+        await task
+    return None
+
+
+async def _close(conn: psycopg.AsyncConnection[Any]) -> None:
+    with contextlib.suppress(BaseException):
+        await asyncio.wait_for(conn.close(), CANCEL_GRACE)
