@@ -119,9 +119,18 @@ def add_parser(subparsers: Subparsers) -> None:
         help="no credentials needed on a loopback --http (http_allow_anonymous_loopback)",
     )
     p.add_argument(
+        "--owner-dsn",
+        metavar="OWNER=DSN",
+        action="append",
+        help="the DSN to log in as timer owner OWNER for its autonomous timers (repeatable;"
+        " default: the runner's DSN with OWNER's user name, and libpq's password file,"
+        " service file, trust or peer); see docs/running.md",
+    )
+    p.add_argument(
         "--config",
         metavar="FILE",
-        help="TOML file with workers, max_connections, dsn, all_databases, timezone, http",
+        help="TOML file with workers, max_connections, dsn, all_databases, timezone, http,"
+        " owner_dsns",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="also log every run that went well")
     p.set_defaults(func=main)
@@ -140,6 +149,7 @@ def main(args: argparse.Namespace) -> int:
             max_connections=args.max_connections,
             timezone=args.timezone,
             http=args.http,
+            owner_dsns=args.owner_dsn,
             config_file=args.config,
         )
         http_settings = _http_settings(config, args.http_anonymous)
@@ -160,6 +170,7 @@ def main(args: argparse.Namespace) -> int:
         timezone=config.timezone,
         max_connections=config.max_connections,
         max_connections_from=config.max_connections_from,
+        owner_dsns=dict(config.owner_dsns),
     )
     log.event(
         logging.INFO,

@@ -30,6 +30,7 @@ CONFIG_KEYS = (
     "all_databases",
     "timezone",
     "http",
+    "owner_dsns",
     *HTTP_CONFIG_KEYS,
 )
 
@@ -52,6 +53,8 @@ class RunConfig:
     max_connections_from: str = "default"
     timezone: str | None = None
     http: str | None = None
+    # the DSN of each timer owner's login, for autonomous timers (--owner-dsn)
+    owner_dsns: Mapping[str, str] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -109,6 +112,13 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     for key in ("timezone", "http"):
         if key in data and not isinstance(data[key], str):
             raise ConfigError(f"--config {file}: key {key!r} must be a string")
+    owners = data.get("owner_dsns", {})
+    if not isinstance(owners, dict) or not all(
+        isinstance(k, str) and k and isinstance(v, str) and v for k, v in owners.items()
+    ):
+        raise ConfigError(
+            f"--config {file}: key 'owner_dsns' must be a table of owner = \"DSN\" strings"
+        )
     if "all_databases" in data and not isinstance(data["all_databases"], bool):
         raise ConfigError(f"--config {file}: key 'all_databases' must be true or false")
     return data
@@ -128,6 +138,7 @@ def resolve(
     max_connections: str | int | None = None,
     timezone: str | None = None,
     http: str | None = None,
+    owner_dsns: list[str] | None = None,
     config_file: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> RunConfig:
@@ -153,8 +164,24 @@ def resolve(
         max_connections_from=budget_from,
         timezone=timezone or data.get("timezone"),
         http=http or data.get("http"),
+        # a flag's owner wins over the config file's
+        owner_dsns={**data.get("owner_dsns", {}), **parse_owner_dsns(owner_dsns or [])},
         extra={k: data[k] for k in HTTP_CONFIG_KEYS if k in data},
     )
+
+
+def parse_owner_dsns(values: list[str]) -> dict[str, str]:
+    """--owner-dsn OWNER=DSN flags as {owner: DSN}, or ConfigError naming the bad one."""
+    found: dict[str, str] = {}
+    for value in values:
+        owner, sep, dsn = value.partition("=")
+        if not sep or not owner.strip() or not dsn.strip():
+            raise ConfigError(
+                f"--owner-dsn {value!r}: expected OWNER=DSN, the timer owner's role name and the"
+                " DSN the runner logs in as it with (postgresql://owner@host/db)"
+            )
+        found[owner.strip()] = dsn.strip()
+    return found
 
 
 def _max_connections(

@@ -78,13 +78,17 @@ TIMED_OUT = Outcome(False, "canceling statement due to statement timeout", "5701
 
 
 def owner_dsn(runner_dsn: str, owner: str, owner_dsns: Mapping[str, str]) -> str:
-    """The DSN of the owner's login: the runner's config's for that owner, else the runner's
-    DSN with the owner's user name and no password (libpq then finds one: the password
-    file, a service file; or trust or peer where the server allows them)."""
-    if owner in owner_dsns:
-        return owner_dsns[owner]
+    """The DSN of the owner's login: the runner's DSN with the owner's user name and no
+    password (libpq then finds one: the password file, a service file; or trust or peer
+    where the server allows them), with what the runner's config gives for that owner
+    (--owner-dsn: a host, a password, a service ...) over it. Always the runner's database:
+    the timer lives there."""
     params = {k: v for k, v in conninfo_to_dict(runner_dsn).items() if k != "password"}
     params["user"] = owner
+    if owner in owner_dsns:
+        params.update(conninfo_to_dict(owner_dsns[owner]))
+        if "dbname" in params and conninfo_to_dict(runner_dsn).get("dbname"):
+            params["dbname"] = conninfo_to_dict(runner_dsn)["dbname"]
     return make_conninfo("", **params)
 
 

@@ -47,6 +47,8 @@ class RunnerOptions:
     # worker connections to each server (None: derived from its max_connections)
     max_connections: int | None = None
     max_connections_from: str = "default"
+    # the DSN of each timer owner's login, for autonomous timers (--owner-dsn)
+    owner_dsns: dict[str, str] = field(default_factory=dict)
     runner_id: str = field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     )
@@ -200,6 +202,7 @@ class Runner:
             timezone=self.options.timezone,
             leave_when_not_installed=leave_when_not_installed,
             budget=self.budget(dsn),
+            owner_dsns=self.options.owner_dsns,
         )
         db = DatabaseRunner(serving, self.stopping)
         self.serving[dsn] = db
