@@ -764,20 +764,29 @@ $$;
 
 -- The backend running timer p_id now: the holder of its row lock, when that backend
 -- is a pgtimers runner's (a member of pgtimers_runner) naming the timer in its
--- application_name. NULL when it is not running.
+-- application_name; for an autonomous run under way, the owner's session that runs its
+-- SQL (timers.autonomous_runs: that backend, of that login, naming the timer). NULL when
+-- it is not running.
 CREATE OR REPLACE FUNCTION timers._run_backend(p_id bigint) RETURNS integer
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
-        SELECT l.pid
-          FROM timers.timers t
-          JOIN pg_catalog.pg_locks l ON l.locktype = 'transactionid' AND l.transactionid = t.xmax
-                                    AND l.mode = 'ExclusiveLock' AND l.granted
-          CROSS JOIN LATERAL pg_catalog.pg_stat_get_activity(l.pid) a
-         WHERE t.id = p_id AND t.xmax <> '0'::xid
-           AND a.application_name = left('pgtimers: ' || t.name, 63)
-           AND pg_has_role(a.usesysid, timers._role('runner'), 'MEMBER')
-         LIMIT 1
+        SELECT coalesce(
+            (SELECT l.pid
+               FROM timers.timers t
+               JOIN pg_catalog.pg_locks l ON l.locktype = 'transactionid' AND l.transactionid = t.xmax
+                                         AND l.mode = 'ExclusiveLock' AND l.granted
+               CROSS JOIN LATERAL pg_catalog.pg_stat_get_activity(l.pid) a
+              WHERE t.id = p_id AND t.xmax <> '0'::xid
+                AND a.application_name = left('pgtimers: ' || t.name, 63)
+                AND pg_has_role(a.usesysid, timers._role('runner'), 'MEMBER')
+              LIMIT 1),
+            (SELECT o.owner_pid
+               FROM timers.autonomous_runs o
+               JOIN timers.timers t ON t.id = o.timer_id
+               CROSS JOIN LATERAL pg_catalog.pg_stat_get_activity(o.owner_pid) a
+              WHERE o.timer_id = p_id AND a.usesysid = o.owner_login
+                AND a.application_name = left('pgtimers: ' || t.name, 63)))
     $$;
 
 -- The body of timers.cancel: cancel the backend running the timer, if one is.

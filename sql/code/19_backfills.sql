@@ -61,6 +61,11 @@ BEGIN
     IF NOT FOUND THEN
         PERFORM timers._no_such_timer(p_name);
     END IF;
+    IF t.autonomous THEN
+        RAISE EXCEPTION 'timer ''%'' is autonomous: a backfill runs each due time in one transaction of the runner, and an autonomous timer''s SQL runs outside one', t.name
+            USING ERRCODE = '0A000',
+                  HINT = 'Run the due times you need with CALL timers.run, or backfill an atomic timer with the same SQL.';
+    END IF;
     v_now := timers._now(t.test_clock);
     IF p_to > v_now THEN
         RAISE EXCEPTION 'to_at % is after now (% on the timer''s clock): a backfill runs past due times only; the schedule runs the ones to come',

@@ -278,3 +278,32 @@ def test_a_procedure_that_commits_in_an_atomic_timer_names_autonomous(
     assert not run["ok"]
     assert "invalid transaction termination" in run["error"]
     assert "autonomous => true" in run["error"]
+
+
+def test_cancel_stops_an_autonomous_run_in_the_owners_session(
+    db: Database, conn: psycopg.Connection, owner: Owner, start_runner: StartRunner
+) -> None:
+    with db.connect(owner.name) as mine:
+        save_autonomous(mine, "cancel_me", "in 1s", "SELECT pg_sleep(60); VACUUM")
+    start_runner(env=owner.env)
+    sleeping = (
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE application_name = 'pgtimers: cancel_me' AND query LIKE '%pg_sleep%'"
+    )
+    wait_until(lambda: scalar(conn, sleeping), what="the run's sleep")
+    with db.connect(owner.name) as mine:
+        answer = scalar(mine, "SELECT timers.cancel('cancel_me')")
+    assert answer["running"] and answer["cancelled"], answer
+    [run] = finished(conn, "cancel_me")
+    assert not run["ok"] and run["error"].startswith("cancelled:"), run
+
+
+def test_an_autonomous_timer_cannot_be_backfilled(
+    db: Database, conn: psycopg.Connection, owner: Owner
+) -> None:
+    with db.connect(owner.name) as mine:
+        save_autonomous(mine, "nightly", "daily 03:00", "VACUUM")
+        with pytest.raises(psycopg.errors.FeatureNotSupported, match="is autonomous"):
+            mine.execute(
+                "SELECT timers.backfill('nightly', now() - interval '3 days', now() - interval '1 day')"
+            )
