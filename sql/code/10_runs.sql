@@ -789,7 +789,7 @@ BEGIN
     IF NOT v_skipped_to THEN
         v_prev := timers._prev_due(t, v_due, t.origin_at);
     END IF;
-    IF t.autonomous AND p_lost IS NULL THEN
+    IF p_lost IS NULL AND timers._autonomous_owner(t) IS NOT NULL THEN
         RETURN timers._autonomous_start(t, 'timer', v_kind, v_due, 1, v_planned, v_prev, v_n1,
                                         v_skips, NULL, p_runner);
     END IF;
@@ -899,7 +899,7 @@ BEGIN
     END IF;
 
     v_prev := timers._prev_due(t, t.retry_due_at, t.origin_at);
-    IF t.autonomous AND p_lost IS NULL THEN
+    IF p_lost IS NULL AND timers._autonomous_owner(t) IS NOT NULL THEN
         RETURN timers._autonomous_start(t, 'retry', 'retry', t.retry_due_at, t.retry_attempt,
                                         t.retry_at, v_prev, NULL, '[]', NULL, p_runner);
     END IF;

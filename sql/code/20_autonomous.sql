@@ -15,6 +15,18 @@ CREATE OR REPLACE FUNCTION timers._autonomous_open(t timers.timers) RETURNS bool
         SELECT t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id)
     $$;
 
+-- The login an autonomous timer's run logs in as: the owner of its executor (the role it
+-- runs as, by oid: renamed, it is still that role), by its name now. NULL for an atomic
+-- timer, and for one whose executor is gone (DROP OWNED): that run goes the atomic way,
+-- which fails naming the owner (timers._saved_executor).
+CREATE OR REPLACE FUNCTION timers._autonomous_owner(t timers.timers) RETURNS name
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        SELECT r.rolname FROM pg_roles r
+         WHERE t.autonomous AND r.oid = timers._executor_owner(t.executor)
+    $$;
+
 -- Whether an autonomous attempt can still report back: the server has not restarted since
 -- it started, and its runner's session (runner_pid) or the owner's session that runs its
 -- SQL (owner_pid) is still there, a backend of the same login. pg_stat_activity shows
@@ -88,7 +100,7 @@ BEGIN
     RETURN jsonb_build_object(
         'timer', t.name, 'kind', p_kind, 'due_at', timers._iso(p_due), 'skipped', coalesce(p_skips, '[]'),
         'autonomous', jsonb_build_object(
-            'run_id', v_run, 'timer', t.name, 'owner', t.owner,
+            'run_id', v_run, 'timer', t.name, 'owner', timers._autonomous_owner(t),
             'statements', to_jsonb(timers._autonomous_statements(t.sql)),
             'due_at', coalesce(timers._iso(p_due), ''), 'prev_due_at', coalesce(timers._iso(p_prev), ''),
             'attempt', p_attempt, 'timeout_ms', timers._ms(coalesce(t.timeout, interval '10 minutes'))));
@@ -216,6 +228,7 @@ $$;
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION
     timers._autonomous_open(timers.timers),
+    timers._autonomous_owner(timers.timers),
     timers._autonomous_alive(timers.autonomous_runs),
     timers._autonomous_statements(text),
     timers._autonomous_start(timers.timers,text,text,timestamp with time zone,integer,timestamp with time zone,timestamp with time zone,timestamp with time zone,jsonb,bigint,text),
@@ -226,6 +239,7 @@ REVOKE ALL ON FUNCTION
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._autonomous_open(timers.timers),
+    timers._autonomous_owner(timers.timers),
     timers._autonomous_alive(timers.autonomous_runs),
     timers._autonomous_statements(text),
     timers._autonomous_start(timers.timers,text,text,timestamp with time zone,integer,timestamp with time zone,timestamp with time zone,timestamp with time zone,jsonb,bigint,text),
