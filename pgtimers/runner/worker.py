@@ -22,7 +22,7 @@ from pgtimers.runner.connect import DEFAULT_TIMEOUT_MS, close, connect
 from pgtimers.runner.held import Held
 from pgtimers.runner.lost import Claim, Lost, LostRuns, claim_from_notice
 from pgtimers.runner.queries import query
-from pgtimers.runner.session import MARGIN, Session
+from pgtimers.runner.session import MARGIN, QUICK, Session
 from pgtimers.runner.trouble import Trouble, is_operational
 
 # A timer whose run raised (not a failed SQL, which is recorded: an error of the
@@ -249,17 +249,29 @@ class Worker:
         the owner's login, then record its outcome on this worker's session (idle
         meanwhile: no transaction of it holds back CREATE INDEX CONCURRENTLY)."""
         attempt = Attempt.from_json(started["autonomous"])
-        # the watchdog waits for the run's own limit, its connecting and its cancel
-        self.answer_by = time.monotonic() + attempt.timeout_ms / 1000 + CONNECT_SECONDS + 2 * MARGIN
 
         async def began(pid: int, login: str) -> None:
-            with self._deadline(conn, DEFAULT_TIMEOUT_MS):
+            with conn.deadline_of(QUICK):
                 await conn.fetchval(query("autonomous_began"), attempt.run_id, pid, login)
 
+        # the watchdog waits for the run's own limit, its connecting and its cancel
+        self.answer_by = time.monotonic() + attempt.timeout_ms / 1000 + CONNECT_SECONDS + 2 * MARGIN
         outcome = await self.owners.run(attempt, began)
+        try:
+            return await self._finish(conn, attempt.run_id, outcome.as_json())
+        except Exception as exc:
+            if not is_connection_error(exc):
+                raise
+            # the worker's session went while the run ran: the outcome goes on a new one
+            # (else the attempt is recorded as interrupted by the next look)
+            await self.open()
+            assert self.conn is not None
+            return await self._finish(self.conn, attempt.run_id, outcome.as_json())
+
+    async def _finish(self, conn: Session, run_id: int, outcome: dict[str, Any]) -> Any:
         with self._deadline(conn, DEFAULT_TIMEOUT_MS):
             recorded = await conn.fetchval(
-                query("autonomous_finish"), attempt.run_id, outcome.as_json(), self.runner_id
+                query("autonomous_finish"), run_id, outcome, self.runner_id
             )
         return recorded or {}
 
