@@ -44,7 +44,10 @@ GRANT UPDATE (finished_at, result)
 GRANT UPDATE (next_due_at, expired, last_due_at, last_run_at, last_late_ms, max_late_ms, last_ok, last_error, last_took_ms, last_rows, runs, scheduled_runs, failures, skipped, last_skip_at, last_skip_reason, caught_up, catch_up_due_at, retry_due_at, retry_attempt, retry_at, fail_streak)
     ON timers.timers TO pgtimers_runner;
 GRANT SELECT ON timers.autonomous_runs TO pgtimers_reader;
-GRANT SELECT, INSERT, UPDATE, DELETE ON timers.autonomous_runs TO pgtimers_runner;
+GRANT SELECT, INSERT, DELETE ON timers.autonomous_runs TO pgtimers_runner;
+-- (the runner says which session of the owner runs the attempt; never what the attempt is)
+GRANT UPDATE (owner_pid, owner_login)
+    ON timers.autonomous_runs TO pgtimers_runner;
 GRANT SELECT ON timers.backfill_jobs TO pgtimers_reader;
 GRANT SELECT, DELETE ON timers.backfill_jobs TO pgtimers_runner;
 GRANT UPDATE (done, failed, state, next_at, ended_at, note)

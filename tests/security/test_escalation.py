@@ -213,6 +213,8 @@ RUNNER_UPDATES = {
     },
     # a backfill's progress; never its timer or range
     "backfill_jobs": {"done", "failed", "state", "next_at", "ended_at", "note"},
+    # which session of the owner runs an autonomous attempt; never what the attempt is
+    "autonomous_runs": {"owner_pid", "owner_login"},
 }  # fmt: skip
 
 
