@@ -791,8 +791,8 @@ def test_admins_and_runners_may_call_the_checks_others_may_not(db: Database) -> 
     with db.connect() as su:
         granted = su.execute(
             "SELECT has_function_privilege(r, f::regprocedure, 'execute')"
-            " FROM (VALUES ('pgtimers_runner', 'timers._check_sql(text)'),"
-            " ('pgtimers_reader', 'timers._check_sql(text)'),"
+            " FROM (VALUES ('pgtimers_runner', 'timers._check_sql(text,boolean)'),"
+            " ('pgtimers_reader', 'timers._check_sql(text,boolean)'),"
             " ('pgtimers_reader', 'timers._check_name(text)')) AS v(r, f)"
         ).fetchall()
         assert granted == [(True,), (False,), (False,)]
