@@ -671,11 +671,13 @@ AS $fn$
         ('tablespace_autonomous', 'tablespaces belong to the whole server'))
     SELECT r.n, r.words, r.pattern, r.statement,
            CASE WHEN p_autonomous AND a.reason IS NOT NULL THEN a.reason
-                ELSE coalesce(w.reason OPERATOR(pg_catalog.||) coalesce(r.more, ''), r.more) END,
-           CASE WHEN NOT p_autonomous AND r.why IN ('transaction', 'savepoint', 'no_block')
-                     AND r.n NOT IN (15, 17, 21)
-                THEN 'Save the timer with autonomous => true: its SQL then runs as its owner, statement'
-                     ' by statement, outside a transaction block (docs/running.md, "Autonomous timers").' END
+                ELSE coalesce(w.reason OPERATOR(pg_catalog.||) coalesce(r.more, ''), r.more)
+                     -- said in the message too: the HTTP API passes on the message alone
+                     OPERATOR(pg_catalog.||) CASE WHEN h.hinted THEN '; or save the timer with autonomous => true'
+                                                  ELSE '' END END,
+           CASE WHEN h.hinted
+                THEN 'With autonomous => true its SQL runs as its owner, statement by statement,'
+                     ' outside a transaction block (docs/running.md, "Autonomous timers").' END
       FROM (VALUES
         (1, ARRAY['CREATE', 'DROP', 'ALTER'], '(CREATE|DROP|ALTER) DATABASE\M', '\1 DATABASE', 'database', NULL),
         (2, ARRAY['ALTER'], 'ALTER SYSTEM\M', 'ALTER SYSTEM', NULL,
@@ -743,16 +745,18 @@ AS $fn$
              ' how the run''s bookkeeping is written (session_replication_role); a run''s time limit'
              ' is its timer''s timeout')
       ) AS r (n, words, pattern, statement, why, more)
+      -- one_transaction: the rule exists only because a run is one transaction (not the
+      -- prepared transactions 15, 17 and 21: they outlive the session); lifted for an
+      -- autonomous timer, hinted at for the others
+      CROSS JOIN LATERAL (SELECT coalesce(r.why OPERATOR(pg_catalog.=) ANY (ARRAY['transaction', 'savepoint', 'no_block']), false)
+                                 AND NOT r.n OPERATOR(pg_catalog.=) ANY (ARRAY[15, 17, 21]) AS one_transaction) m
+      CROSS JOIN LATERAL (SELECT m.one_transaction AND NOT p_autonomous AS hinted) h
       LEFT JOIN why w ON w.key OPERATOR(pg_catalog.=) r.why
-      LEFT JOIN why a ON a.key OPERATOR(pg_catalog.=) CASE r.n WHEN 5 THEN 'tablespace_autonomous'
-                                                               WHEN 15 THEN 'prepared_autonomous'
-                                                               WHEN 17 THEN 'prepared_autonomous'
-                                                               WHEN 21 THEN 'prepared_autonomous'
-                                                               WHEN 27 THEN 'hold_autonomous' END
-     -- lifted for an autonomous timer: what exists only because a run is one transaction
-     -- (the prepared transactions 15, 17 and 21 are not: they outlive the session)
-     WHERE NOT (p_autonomous AND r.why IS NOT NULL AND r.why IN ('transaction', 'savepoint', 'no_block')
-                AND r.n NOT IN (15, 17, 21))
+      LEFT JOIN (VALUES (5, 'tablespace_autonomous'), (15, 'prepared_autonomous'), (17, 'prepared_autonomous'),
+                        (21, 'prepared_autonomous'), (27, 'hold_autonomous')) x (n, key)
+             ON x.n OPERATOR(pg_catalog.=) r.n
+      LEFT JOIN why a ON a.key OPERATOR(pg_catalog.=) x.key
+     WHERE NOT (p_autonomous AND m.one_transaction)
 $fn$;
 
 -- Why a statement is refused, from its head (see _sql_statements): statement (its

@@ -39,7 +39,7 @@ def test_every_policy_is_saved_and_shown(api: Client, conn: psycopg.Connection) 
     )
     assert resp.status == 200, resp.text
     body = resp.json()
-    assert list(body)[-7:-1] == POLICIES
+    assert list(body)[-8:-2] == POLICIES
     assert {k: body[k] for k in POLICIES} == {
         "retries": 3,
         "retry_delay": "00:00:10",
