@@ -800,6 +800,43 @@ BEGIN
 END
 $fn$;
 
+-- The first statement of a text that wants an autonomous timer, else NULL: one that
+-- cannot run in a transaction block or ends the transaction (what _sql_refusal refuses
+-- atomic timers with a hint at autonomous => true), VACUUM, CLUSTER, REFRESH MATERIALIZED
+-- VIEW CONCURRENTLY, or CALL (a procedure may COMMIT). For the import of pg_cron's jobs,
+-- which pg_cron runs outside a transaction block.
+CREATE OR REPLACE FUNCTION timers._sql_wants_autonomy(sql text)
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    s record;
+    refusal record;
+    code text;
+BEGIN
+    IF sql IS NULL THEN
+        RETURN NULL;
+    END IF;
+    FOR s IN SELECT * FROM timers._sql_statements(sql) ORDER BY n LOOP
+        IF s.head[1] IN ('VACUUM', 'CLUSTER', 'CALL') THEN
+            RETURN s.head[1];
+        ELSIF s.head[1] = 'REFRESH' THEN
+            code := coalesce(code, timers._sql_code(sql));
+            IF upper(substr(code, s.pos, 200)) ~ '^REFRESH\s+MATERIALIZED\s+VIEW\s+CONCURRENTLY\M' THEN
+                RETURN 'REFRESH MATERIALIZED VIEW CONCURRENTLY';
+            END IF;
+        ELSE
+            refusal := timers._sql_refusal(s.head, s.has_on, false);
+            IF refusal.hint IS NOT NULL THEN
+                RETURN refusal.statement;
+            END IF;
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END
+$fn$;
+
 -- 'line L, column C' of a character position (1-based; columns count characters).
 CREATE OR REPLACE FUNCTION timers._sql_line_col(sql text, pos integer)
 RETURNS text
@@ -1372,6 +1409,7 @@ REVOKE ALL ON FUNCTION
     timers._sql_error_position(text,text),
     timers._check_name(text),
     timers._check_sql(text,boolean),
+    timers._sql_wants_autonomy(text),
     timers._sql_string_value(text[],boolean,text),
     timers._sql_scan(text,boolean,text,integer)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
@@ -1393,6 +1431,7 @@ GRANT EXECUTE ON FUNCTION
     timers._sql_error_position(text,text),
     timers._check_name(text),
     timers._check_sql(text,boolean),
+    timers._sql_wants_autonomy(text),
     timers._sql_string_value(text[],boolean,text),
     timers._sql_scan(text,boolean,text,integer)
     TO pgtimers_admin, pgtimers_runner;
