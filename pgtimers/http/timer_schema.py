@@ -64,7 +64,8 @@ TIMER_FIELDS: dict[str, dict[str, Any]] = {
     "paused_ms": dict(INT, description="when pause_after turned it off; 0 when it is not paused"),
     "catch_up_window": nullable(SPAN),
     "autonomous": dict(
-        BOOL, description="its SQL runs as its owner, statement by statement, outside one transaction"
+        BOOL,
+        description="its SQL runs as its owner, statement by statement, outside one transaction",
     ),
 }
 

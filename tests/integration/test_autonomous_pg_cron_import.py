@@ -11,10 +11,16 @@ from tests.integration.test_pg_cron_import import add_job, cron, imported  # noq
 AUTONOMOUS = [
     ("VACUUM (ANALYZE) public.events", "VACUUM"),
     ("CALL public.nightly()", "CALL"),
-    ("CREATE INDEX CONCURRENTLY IF NOT EXISTS e_i ON public.events (i)", "CREATE INDEX CONCURRENTLY"),
+    (
+        "CREATE INDEX CONCURRENTLY IF NOT EXISTS e_i ON public.events (i)",
+        "CREATE INDEX CONCURRENTLY",
+    ),
     ("REINDEX INDEX CONCURRENTLY public.e_i", "REINDEX CONCURRENTLY"),
     ("CLUSTER public.events", "CLUSTER"),
-    ("/* nightly */ REFRESH MATERIALIZED VIEW\n CONCURRENTLY public.mv", "REFRESH MATERIALIZED VIEW CONCURRENTLY"),
+    (
+        "/* nightly */ REFRESH MATERIALIZED VIEW\n CONCURRENTLY public.mv",
+        "REFRESH MATERIALIZED VIEW CONCURRENTLY",
+    ),
     ("SELECT 1; COMMIT", "COMMIT"),
 ]
 
@@ -51,7 +57,9 @@ def test_other_jobs_stay_atomic(cron: psycopg.Connection) -> None:  # noqa: F811
 def test_an_atomic_timer_of_the_same_definition_is_not_taken_as_imported(
     cron: psycopg.Connection,  # noqa: F811
 ) -> None:
-    cron.execute("SELECT timers.save('job', 'cron 0 3 * * *', 'CALL public.nightly()', timezone => 'UTC')")
+    cron.execute(
+        "SELECT timers.save('job', 'cron 0 3 * * *', 'CALL public.nightly()', timezone => 'UTC')"
+    )
     add_job(cron, 1, "0 3 * * *", "CALL public.nightly()", jobname="job")
     rows = imported(cron, dry_run=False)
     assert rows[1]["action"] == "cannot import"

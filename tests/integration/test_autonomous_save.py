@@ -51,13 +51,13 @@ def test_null_autonomous_is_refused_naming_it(conn: psycopg.Connection) -> None:
         save(conn, "t", "every 5m", "SELECT 1", autonomous=None)
     with pytest.raises(errors.NullValueNotAllowed, match="autonomous must be true or false"):
         conn.execute(
-            "SELECT timers.save_many('[{\"name\": \"t\", \"schedule\": \"every 5m\","
-            " \"sql\": \"SELECT 1\", \"autonomous\": null}]')"
+            'SELECT timers.save_many(\'[{"name": "t", "schedule": "every 5m",'
+            ' "sql": "SELECT 1", "autonomous": null}]\')'
         )
     with pytest.raises(psycopg.Error, match="bad autonomous") as info:
         conn.execute(
-            "SELECT timers.save_many('[{\"name\": \"t\", \"schedule\": \"every 5m\","
-            " \"sql\": \"SELECT 1\", \"autonomous\": \"sometimes\"}]')"
+            'SELECT timers.save_many(\'[{"name": "t", "schedule": "every 5m",'
+            ' "sql": "SELECT 1", "autonomous": "sometimes"}]\')'
         )
     assert (info.value.sqlstate or "").startswith("22")
     assert conn.execute("SELECT count(*) FROM timers.timers").fetchone() == (0,)
@@ -76,7 +76,7 @@ def test_save_many_checks_shared_sql_again_for_a_timer_that_is_not_autonomous(
     conn: psycopg.Connection,
 ) -> None:
     """The check of the timer before is reused only when it was the stricter one."""
-    with pytest.raises(errors.InsufficientPrivilege, match="timer 2: .*may not use VACUUM"):
+    with pytest.raises(errors.InsufficientPrivilege, match=r"timer 2: .*may not use VACUUM"):
         conn.execute(
             "SELECT timers.save_many('["
             '{"name": "a", "schedule": "every 5m", "sql": "VACUUM", "autonomous": true},'
@@ -136,7 +136,9 @@ def test_what_needs_autonomy_is_refused_atomic_with_a_hint_and_saved_autonomous(
         "CALL public.p()",
     ],
 )
-def test_what_works_in_a_transaction_is_saved_either_way(conn: psycopg.Connection, text: str) -> None:
+def test_what_works_in_a_transaction_is_saved_either_way(
+    conn: psycopg.Connection, text: str
+) -> None:
     assert save(conn, "a", "every 5m", text)["autonomous"] is False
     assert save(conn, "b", "every 5m", text, autonomous=True)["autonomous"] is True
 
@@ -182,7 +184,9 @@ def test_autonomous_sql_still_may_not_leave_the_database_or_the_owner(
 
 def test_autonomous_reasons_do_not_say_a_run_is_one_transaction(conn: psycopg.Connection) -> None:
     with conn.cursor(row_factory=dict_row) as cur:
-        rows = cur.execute("SELECT statement, reason FROM timers._sql_refusal_rules(true)").fetchall()
+        rows = cur.execute(
+            "SELECT statement, reason FROM timers._sql_refusal_rules(true)"
+        ).fetchall()
     assert rows
     for row in rows:
         assert "a run is one transaction" not in row["reason"], row
