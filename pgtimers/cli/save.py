@@ -1,5 +1,5 @@
 """`pgtimers save`: create or replace a timer with every option of timers.save, the run
-policies (retries, retry delay, pause after, jitter, priority) among them. Times and
+policies (retries, retry delay, pause after, jitter, priority) and autonomous among them. Times and
 intervals are read by PostgreSQL one by one first (values.py), so a bad one is named;
 what each value may be is timers.save's to say, and its message is printed as it is."""
 
@@ -23,6 +23,7 @@ examples:
   pgtimers save feed 'hourly' 'CALL pull_feed()' --jitter '5 minutes' --pause-after 5
   pgtimers save billing 'every 1m' 'CALL bill()' --priority 50
   pgtimers save report 'daily 06:00' 'CALL report()' --catch-up-window '2 hours'
+  pgtimers save vacuum_events 'daily 03:00' 'VACUUM (ANALYZE) events' --autonomous
 """
 
 
@@ -60,6 +61,7 @@ def cmd_save(conn: psycopg.Connection, args: argparse.Namespace) -> int:
         "jitter": args.jitter,
         "priority": args.priority,
         "catch_up_window": args.catch_up_window,
+        "autonomous": args.autonomous,
     }
     row = conn.execute(_q("save_timer"), params).fetchone()
     print(json.dumps(None if row is None else row[0], indent=2, default=str))
@@ -97,6 +99,12 @@ def add_parser(sub: Subparsers) -> None:
     p.add_argument("--timeout", help="time limit of a run, like '30 s' (default 10 min)")
     p.add_argument("--locked", action="store_true", help="only a superuser can unlock it")
     p.add_argument("--test-clock", help="live on this test clock's time")
+    p.add_argument(
+        "--autonomous",
+        action="store_true",
+        help="run the SQL as its owner, statement by statement, outside one transaction"
+        " (VACUUM, CREATE INDEX CONCURRENTLY, procedures that COMMIT)",
+    )
     policies = p.add_argument_group("run policies (docs/running.md)")
     policies.add_argument(
         "--retries",

@@ -35,6 +35,7 @@ SAVE_KEYS: dict[str, tuple[str, bool]] = {
     "jitter": ("interval", False),
     "priority": ("int32", False),
     "catch_up_window": ("interval", False),
+    "autonomous": ("bool", False),
 }
 ENABLE_KEYS: dict[str, tuple[str, bool]] = {"enabled": ("bool", False)}
 KEEP_KEYS: dict[str, tuple[str, bool]] = {

@@ -24,7 +24,8 @@ SELECT row_to_json(timers.save(
            retries => coalesce($13::integer, 0),
            retry_delay => coalesce($14::text::interval, interval '30 seconds'),
            pause_after => $15::integer, jitter => $16::text::interval,
-           priority => coalesce($17::integer, 0), catch_up_window => $18::text::interval))::text
+           priority => coalesce($17::integer, 0), catch_up_window => $18::text::interval,
+           autonomous => coalesce($19::boolean, false)))::text
 
 -- name: cast_time
 -- A body's time alone, to name the key of one PostgreSQL cannot read (values.py).

@@ -63,6 +63,10 @@ TIMER_FIELDS: dict[str, dict[str, Any]] = {
     "priority": dict(INT32, minimum=-100, maximum=100),
     "paused_ms": dict(INT, description="when pause_after turned it off; 0 when it is not paused"),
     "catch_up_window": nullable(SPAN),
+    "autonomous": dict(
+        BOOL,
+        description="its SQL runs as its owner, statement by statement, outside one transaction",
+    ),
 }
 
 TIME = {"oneOf": [{"type": "string"}, INT], "nullable": True}
@@ -138,5 +142,13 @@ SAVE_BODY = {
             "late only if it is less than this old when a runner is back (with catch_up "
             "'skip', the latest such one runs); null: none, catch_up alone decides"
         ),
+        "autonomous": {
+            "type": "boolean",
+            "default": False,
+            "nullable": True,
+            "description": "true: the SQL runs in a session of the owner's own login, statement "
+            "by statement, outside any transaction block (VACUUM, CREATE INDEX CONCURRENTLY, "
+            "procedures that COMMIT); null: false",
+        },
     },
 }

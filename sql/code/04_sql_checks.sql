@@ -636,9 +636,17 @@ $fn$;
 -- What the SQL check refuses, by statement head (timers._sql_refusal_head): the first
 -- rule for the head's first word (words) whose pattern matches the head's start, in
 -- order n. statement names it in
--- messages (\1, \2: the pattern's groups); reason says why.
-CREATE OR REPLACE FUNCTION timers._sql_refusal_rules()
-RETURNS TABLE (n integer, words text[], pattern text, statement text, reason text)
+-- messages (\1, \2: the pattern's groups); reason says why; hint, when not NULL, how
+-- to do it all the same.
+-- For an autonomous timer (p_autonomous: its SQL runs in a session of the owner's own
+-- login, statement by statement, outside any transaction block) the rules that exist only
+-- because a run is one transaction are lifted: transaction control, savepoints, and the
+-- statements PostgreSQL cannot run inside a transaction block. For a timer that is not,
+-- those rules hint at autonomous => true. What leaves the database or the owner's identity
+-- stays refused either way, and so does what changes the session beyond the statement (the
+-- runner drives that session too: it sets the run's settings and time limit there).
+CREATE OR REPLACE FUNCTION timers._sql_refusal_rules(p_autonomous boolean)
+RETURNS TABLE (n integer, words text[], pattern text, statement text, reason text, hint text)
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $fn$
     WITH why (key, reason) AS (VALUES
@@ -652,9 +660,24 @@ AS $fn$
         ('savepoint',
          'a run is one transaction and its SQL runs inside a function; to undo part of the work'
          ' on an error, use a DO block with BEGIN ... EXCEPTION'),
-        ('no_block', 'it cannot run inside a transaction block, and a run is one transaction'))
+        ('no_block', 'it cannot run inside a transaction block, and a run is one transaction'),
+        -- an autonomous timer's SQL is not one transaction: these say why without that
+        ('prepared_autonomous',
+         'prepared transactions are for transaction managers: one outlives its session and holds'
+         ' its locks until someone commits or rolls it back'),
+        ('hold_autonomous',
+         'a holdable cursor would outlive the statement in the session that runs the SQL;'
+         ' fetch what you need in one statement, or use a function'),
+        ('tablespace_autonomous', 'tablespaces belong to the whole server'))
     SELECT r.n, r.words, r.pattern, r.statement,
-           coalesce(w.reason OPERATOR(pg_catalog.||) coalesce(r.more, ''), r.more)
+           CASE WHEN p_autonomous AND a.reason IS NOT NULL THEN a.reason
+                ELSE coalesce(w.reason OPERATOR(pg_catalog.||) coalesce(r.more, ''), r.more)
+                     -- said in the message too: the HTTP API passes on the message alone
+                     OPERATOR(pg_catalog.||) CASE WHEN h.hinted THEN '; or save the timer with autonomous => true'
+                                                  ELSE '' END END,
+           CASE WHEN h.hinted
+                THEN 'With autonomous => true its SQL runs as its owner, statement by statement,'
+                     ' outside a transaction block (docs/running.md, "Autonomous timers").' END
       FROM (VALUES
         (1, ARRAY['CREATE', 'DROP', 'ALTER'], '(CREATE|DROP|ALTER) DATABASE\M', '\1 DATABASE', 'database', NULL),
         (2, ARRAY['ALTER'], 'ALTER SYSTEM\M', 'ALTER SYSTEM', NULL,
@@ -722,11 +745,24 @@ AS $fn$
              ' how the run''s bookkeeping is written (session_replication_role); a run''s time limit'
              ' is its timer''s timeout')
       ) AS r (n, words, pattern, statement, why, more)
+      -- one_transaction: the rule exists only because a run is one transaction (not the
+      -- prepared transactions 15, 17 and 21: they outlive the session); lifted for an
+      -- autonomous timer, hinted at for the others
+      CROSS JOIN LATERAL (SELECT coalesce(r.why OPERATOR(pg_catalog.=) ANY (ARRAY['transaction', 'savepoint', 'no_block']), false)
+                                 AND NOT r.n OPERATOR(pg_catalog.=) ANY (ARRAY[15, 17, 21]) AS one_transaction) m
+      CROSS JOIN LATERAL (SELECT m.one_transaction AND NOT p_autonomous AS hinted) h
       LEFT JOIN why w ON w.key OPERATOR(pg_catalog.=) r.why
+      LEFT JOIN (VALUES (5, 'tablespace_autonomous'), (15, 'prepared_autonomous'), (17, 'prepared_autonomous'),
+                        (21, 'prepared_autonomous'), (27, 'hold_autonomous')) x (n, key)
+             ON x.n OPERATOR(pg_catalog.=) r.n
+      LEFT JOIN why a ON a.key OPERATOR(pg_catalog.=) x.key
+     WHERE NOT (p_autonomous AND m.one_transaction)
 $fn$;
 
 -- Why a statement is refused, from its head (see _sql_statements): statement (its
--- name in messages) and reason, both NULL when it is allowed.
+-- name in messages), reason and hint (NULL or how to do it all the same), all NULL when
+-- it is allowed. p_autonomous: for an autonomous timer, which is refused less (see
+-- _sql_refusal_rules).
 --
 -- Refused: statements that leave the database (CREATE/ALTER/DROP DATABASE, ALTER
 -- SYSTEM, CREATE/DROP TABLESPACE, COPY to or from files, programs or the client,
@@ -743,8 +779,8 @@ $fn$;
 -- REFRESH MATERIALIZED VIEW CONCURRENTLY, REASSIGN/DROP OWNED (permission-checked),
 -- CREATE/ALTER/DROP USER MAPPING, DECLARE without HOLD, NOTIFY, CALL, DO (its body is
 -- read by _sql_scan).
-CREATE OR REPLACE FUNCTION timers._sql_refusal(head text[], has_on boolean,
-                                               OUT statement text, OUT reason text)
+CREATE OR REPLACE FUNCTION timers._sql_refusal(head text[], has_on boolean, p_autonomous boolean,
+                                               OUT statement text, OUT reason text, OUT hint text)
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
@@ -752,14 +788,52 @@ DECLARE
     v_head constant text := timers._sql_refusal_head(head, has_on);
     r record;
 BEGIN
-    FOR r IN SELECT x.pattern, x.statement, x.reason FROM timers._sql_refusal_rules() x
+    FOR r IN SELECT x.pattern, x.statement, x.reason, x.hint FROM timers._sql_refusal_rules(p_autonomous) x
               WHERE split_part(v_head, ' ', 1) = ANY (x.words) ORDER BY x.n LOOP
         IF v_head ~ ('^' || r.pattern) THEN
             statement := regexp_replace(v_head, '^' || r.pattern || '.*$', r.statement);
             reason := r.reason;
+            hint := r.hint;
             RETURN;
         END IF;
     END LOOP;
+END
+$fn$;
+
+-- The first statement of a text that wants an autonomous timer, else NULL: one that
+-- cannot run in a transaction block or ends the transaction (what _sql_refusal refuses
+-- atomic timers with a hint at autonomous => true), VACUUM, CLUSTER, REFRESH MATERIALIZED
+-- VIEW CONCURRENTLY, or CALL (a procedure may COMMIT). For the import of pg_cron's jobs,
+-- which pg_cron runs outside a transaction block.
+CREATE OR REPLACE FUNCTION timers._sql_wants_autonomy(sql text)
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    s record;
+    refusal record;
+    code text;
+BEGIN
+    IF sql IS NULL THEN
+        RETURN NULL;
+    END IF;
+    FOR s IN SELECT * FROM timers._sql_statements(sql) ORDER BY n LOOP
+        IF s.head[1] IN ('VACUUM', 'CLUSTER', 'CALL') THEN
+            RETURN s.head[1];
+        ELSIF s.head[1] = 'REFRESH' THEN
+            code := coalesce(code, timers._sql_code(sql));
+            IF upper(substr(code, s.pos, 200)) ~ '^REFRESH\s+MATERIALIZED\s+VIEW\s+CONCURRENTLY\M' THEN
+                RETURN 'REFRESH MATERIALIZED VIEW CONCURRENTLY';
+            END IF;
+        ELSE
+            refusal := timers._sql_refusal(s.head, s.has_on, false);
+            IF refusal.hint IS NOT NULL THEN
+                RETURN refusal.statement;
+            END IF;
+        END IF;
+    END LOOP;
+    RETURN NULL;
 END
 $fn$;
 
@@ -948,7 +1022,9 @@ END
 $fn$;
 
 -- A timer's SQL: not empty, at most 64 KB, parses, and uses no refused statement.
-CREATE OR REPLACE FUNCTION timers._check_sql(sql text)
+-- autonomous: the SQL is an autonomous timer's, which is refused less (see
+-- _sql_refusal_rules).
+CREATE OR REPLACE FUNCTION timers._check_sql(sql text, autonomous boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -1008,8 +1084,12 @@ BEGIN
         FOR s IN SELECT * FROM timers._sql_statements(sql) LOOP
             found_any := true;
             CONTINUE WHEN NOT (s.head[1] = ANY (refusable));
-            refusal := timers._sql_refusal(s.head, s.has_on);
-            IF refusal.statement IS NOT NULL THEN
+            refusal := timers._sql_refusal(s.head, s.has_on, coalesce(_check_sql.autonomous, false));
+            IF refusal.statement IS NOT NULL AND refusal.hint IS NOT NULL THEN
+                RAISE EXCEPTION 'the timer''s SQL may not use %: % (%)',
+                    refusal.statement, refusal.reason, timers._sql_line_col(sql, s.pos)
+                    USING ERRCODE = 'insufficient_privilege', HINT = refusal.hint;
+            ELSIF refusal.statement IS NOT NULL THEN
                 RAISE EXCEPTION 'the timer''s SQL may not use %: % (%)',
                     refusal.statement, refusal.reason, timers._sql_line_col(sql, s.pos)
                     USING ERRCODE = 'insufficient_privilege';
@@ -1190,7 +1270,8 @@ BEGIN
             -- which PostgreSQL refuses in a run by itself
             CONTINUE WHEN w = 'EXECUTE' AND p_context IS NOT NULL;
             CONTINUE WHEN w = 'PREPARE' AND w2 = 'TRANSACTION';
-            r := timers._sql_refusal(ARRAY[w, w2], false);
+            -- refused for autonomous timers too: their session is the runner's to drive
+            r := timers._sql_refusal(ARRAY[w, w2], false, false);
             statement := r.statement || coalesce(' in ' || p_context, '');
             reason := r.reason;
             pos := poss[i];
@@ -1312,7 +1393,7 @@ $fn$;
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION
     timers._first_at_least(integer[],integer,integer),
-    timers._sql_refusal_rules(),
+    timers._sql_refusal_rules(boolean),
     timers._sql_refusal_head(text[],boolean),
     timers._sql_lex_pattern(boolean),
     timers._sql_dollar_delimiters(text),
@@ -1322,18 +1403,19 @@ REVOKE ALL ON FUNCTION
     timers._sql_code(text),
     timers._sql_continued(bigint[],boolean[],text[]),
     timers._sql_statements(text),
-    timers._sql_refusal(text[],boolean),
+    timers._sql_refusal(text[],boolean,boolean),
     timers._sql_line_col(text,integer),
     timers._sql_parse_error(text),
     timers._sql_error_position(text,text),
     timers._check_name(text),
-    timers._check_sql(text),
+    timers._check_sql(text,boolean),
+    timers._sql_wants_autonomy(text),
     timers._sql_string_value(text[],boolean,text),
     timers._sql_scan(text,boolean,text,integer)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._first_at_least(integer[],integer,integer),
-    timers._sql_refusal_rules(),
+    timers._sql_refusal_rules(boolean),
     timers._sql_refusal_head(text[],boolean),
     timers._sql_lex_pattern(boolean),
     timers._sql_dollar_delimiters(text),
@@ -1343,12 +1425,13 @@ GRANT EXECUTE ON FUNCTION
     timers._sql_code(text),
     timers._sql_continued(bigint[],boolean[],text[]),
     timers._sql_statements(text),
-    timers._sql_refusal(text[],boolean),
+    timers._sql_refusal(text[],boolean,boolean),
     timers._sql_line_col(text,integer),
     timers._sql_parse_error(text),
     timers._sql_error_position(text,text),
     timers._check_name(text),
-    timers._check_sql(text),
+    timers._check_sql(text,boolean),
+    timers._sql_wants_autonomy(text),
     timers._sql_string_value(text[],boolean,text),
     timers._sql_scan(text,boolean,text,integer)
     TO pgtimers_admin, pgtimers_runner;

@@ -61,13 +61,15 @@ SELECT
     -- turned off by pause_after (timers.enable turns it on again), else 0
     coalesce((extract(epoch FROM t.paused_at) * 1000)::bigint, 0) AS paused_ms,
     -- how old a due time missed while no runner served may be and still run late (NULL: none)
-    t.catch_up_window
+    t.catch_up_window,
+    -- the SQL runs as the owner's own login, statement by statement, outside one transaction
+    t.autonomous
 FROM timers.timers t
 -- deleted while running: gone already
 WHERE NOT EXISTS (SELECT 1 FROM timers.pending_changes pc WHERE pc.timer_id = t.id AND pc.action = 'delete');
 
 COMMENT ON VIEW timers.status IS
-    'One row per timer: the fields of GET /api/timers (to_jsonb(row) is the HTTP body), plus timezone, catch_up, start_at, end_at, max_runs, expired, locked and the run policies retries, retry_delay, pause_after, jitter, priority, paused_ms (turned off by pause_after), and catch_up_window.';
+    'One row per timer: the fields of GET /api/timers (to_jsonb(row) is the HTTP body), plus timezone, catch_up, start_at, end_at, max_runs, expired, locked and the run policies retries, retry_delay, pause_after, jitter, priority, paused_ms (turned off by pause_after), catch_up_window, and autonomous (the SQL runs outside one transaction, as its owner).';
 
 -- VOLATILE on purpose: it must see the row the same statement has just written.
 CREATE OR REPLACE FUNCTION timers._status(p_name text) RETURNS timers.status

@@ -182,15 +182,16 @@ $$;
 -- A timer's definition from jsonb: name, schedule and sql, and the options of
 -- timers.save (enabled, timezone, catch_up, start_at, end_at, max_runs, timeout,
 -- locked, test_clock, retries, retry_delay, pause_after, jitter, priority,
--- catch_up_window); 22023
--- naming an unknown key or a value of the wrong type. A JSON null is the default.
+-- catch_up_window, autonomous); 22023
+-- naming an unknown key or a value of the wrong type. A JSON null is the default,
+-- except for enabled, locked and autonomous (22004).
 CREATE OR REPLACE FUNCTION timers._timer_args(
     p_timer jsonb,
     OUT name text, OUT schedule text, OUT sql text, OUT enabled boolean, OUT timezone text,
     OUT catch_up text, OUT start_at timestamptz, OUT end_at timestamptz, OUT max_runs bigint,
     OUT timeout interval, OUT locked boolean, OUT test_clock text, OUT retries integer,
     OUT retry_delay interval, OUT pause_after integer, OUT jitter interval, OUT priority integer,
-    OUT catch_up_window interval)
+    OUT catch_up_window interval, OUT autonomous boolean)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -198,7 +199,7 @@ DECLARE
     c_keys constant text[] := ARRAY['name', 'schedule', 'sql', 'enabled', 'timezone', 'catch_up',
                                     'start_at', 'end_at', 'max_runs', 'timeout', 'locked', 'test_clock',
                                     'retries', 'retry_delay', 'pause_after', 'jitter', 'priority',
-                                    'catch_up_window'];
+                                    'catch_up_window', 'autonomous'];
     v_key text;
     v_value text;
 BEGIN
@@ -237,14 +238,15 @@ BEGIN
         jitter := (p_timer->>'jitter')::interval;
         priority := coalesce((p_timer->>'priority')::integer, 0);
         catch_up_window := (p_timer->>'catch_up_window')::interval;
+        autonomous := coalesce((p_timer->>'autonomous')::boolean, false);
     EXCEPTION WHEN data_exception THEN
         FOREACH v_key IN ARRAY ARRAY['enabled', 'locked', 'start_at', 'end_at', 'max_runs', 'timeout',
                                      'retries', 'retry_delay', 'pause_after', 'jitter', 'priority',
-                                     'catch_up_window'] LOOP
+                                     'catch_up_window', 'autonomous'] LOOP
             v_value := p_timer->>v_key;
             BEGIN
                 CASE v_key
-                WHEN 'enabled', 'locked' THEN PERFORM v_value::boolean;
+                WHEN 'enabled', 'locked', 'autonomous' THEN PERFORM v_value::boolean;
                 WHEN 'start_at', 'end_at' THEN PERFORM v_value::timestamptz;
                 WHEN 'max_runs' THEN PERFORM v_value::bigint;
                 WHEN 'timeout', 'retry_delay', 'jitter', 'catch_up_window' THEN PERFORM v_value::interval;
@@ -260,13 +262,17 @@ BEGIN
     IF p_timer ? 'enabled' AND p_timer->'enabled' = 'null' OR p_timer ? 'locked' AND p_timer->'locked' = 'null' THEN
         RAISE EXCEPTION 'enabled and locked must be true or false, not NULL' USING ERRCODE = '22004';
     END IF;
+    IF p_timer ? 'autonomous' AND p_timer->'autonomous' = 'null' THEN
+        RAISE EXCEPTION 'autonomous must be true or false, not NULL' USING ERRCODE = '22004';
+    END IF;
 END
 $$;
 
 -- Save one timer of role p_owner (already proven and checked) that runs in executor
 -- p_executor, planned from p_now; writes its audit row. Its name. p_sql_checked: SQL
--- that has passed timers._check_sql in this call (the timer before, in save_many), which
--- is not checked again when this timer's SQL is the same text.
+-- that has passed timers._check_sql for a timer that is not autonomous in this call (the
+-- timer before, in save_many), which is not checked again when this timer's SQL is the
+-- same text (an autonomous timer's check refuses less: what passed passes).
 CREATE OR REPLACE FUNCTION timers._save_one(
     p_owner name, p_executor text, p_timer jsonb, p_sql_checked text DEFAULT NULL)
     RETURNS text
@@ -288,8 +294,14 @@ BEGIN
     PERFORM timers._check_options(a.catch_up, a.start_at, a.end_at, a.max_runs, a.timeout, a.test_clock,
                                   a.catch_up_window);
     PERFORM timers._check_policies(a.retries, a.retry_delay, a.pause_after, a.jitter, a.priority);
+    IF a.autonomous AND a.test_clock IS NOT NULL THEN
+        RAISE EXCEPTION 'a timer cannot be both autonomous and on test clock %: a test clock''s timers run inside the transaction that advances it',
+            timers._quoted(a.test_clock)
+            USING ERRCODE = '0A000',
+                  HINT = 'Save it with autonomous => false to test it on the clock, or without test_clock to run it autonomously.';
+    END IF;
     IF p_sql_checked IS NULL OR a.sql IS DISTINCT FROM p_sql_checked THEN
-        PERFORM timers._check_sql(a.sql);
+        PERFORM timers._check_sql(a.sql, a.autonomous);
     END IF;
     v_now := timers._now(a.test_clock);
     v_spec := timers._parse_schedule(a.schedule, timers._zone(v_zone), v_now);
@@ -319,11 +331,11 @@ BEGIN
     INSERT INTO timers.timers AS t (name, schedule, spec, sql, enabled, timezone, catch_up, start_at,
                                     end_at, max_runs, timeout, locked, test_clock, owner, executor, zone,
                                     next_due_at, expired, retries, retry_delay, pause_after, jitter,
-                                    priority, catch_up_window, origin_at)
+                                    priority, catch_up_window, origin_at, autonomous)
     VALUES (a.name, v_spec->>'schedule', v_spec, a.sql, a.enabled, v_zone, a.catch_up, a.start_at,
             a.end_at, a.max_runs, a.timeout, a.locked, a.test_clock, p_owner, p_executor,
             v_row.zone, v_next, v_next IS NULL AND a.enabled, a.retries, a.retry_delay, a.pause_after,
-            nullif(a.jitter, interval '0'), a.priority, a.catch_up_window, v_now)
+            nullif(a.jitter, interval '0'), a.priority, a.catch_up_window, v_now, a.autonomous)
     ON CONFLICT ((lower(name))) DO UPDATE
         SET name = EXCLUDED.name, schedule = EXCLUDED.schedule, spec = EXCLUDED.spec,
             sql = EXCLUDED.sql, enabled = EXCLUDED.enabled, timezone = EXCLUDED.timezone,
@@ -334,7 +346,7 @@ BEGIN
             expired = EXCLUDED.expired, scheduled_runs = 0, next_due_at = EXCLUDED.next_due_at,
             retries = EXCLUDED.retries, retry_delay = EXCLUDED.retry_delay,
             pause_after = EXCLUDED.pause_after, jitter = EXCLUDED.jitter, priority = EXCLUDED.priority,
-            catch_up_window = EXCLUDED.catch_up_window,
+            catch_up_window = EXCLUDED.catch_up_window, autonomous = EXCLUDED.autonomous,
             -- the timer keeps its origin, unless it moves to another clock
             origin_at = CASE WHEN t.test_clock IS NOT DISTINCT FROM EXCLUDED.test_clock
                              THEN t.origin_at ELSE EXCLUDED.origin_at END,
@@ -353,7 +365,7 @@ BEGIN
         'end_at', a.end_at, 'max_runs', a.max_runs, 'timeout', a.timeout, 'locked', a.locked,
         'test_clock', a.test_clock, 'retries', a.retries, 'retry_delay', a.retry_delay,
         'pause_after', a.pause_after, 'jitter', nullif(a.jitter, interval '0'), 'priority', a.priority,
-        'catch_up_window', a.catch_up_window));
+        'catch_up_window', a.catch_up_window, 'autonomous', a.autonomous));
     RETURN v_row.name;
 END
 $$;
@@ -394,8 +406,9 @@ BEGIN
             FOR v_timer IN SELECT e FROM jsonb_array_elements(p_timers) e LOOP
                 i := i + 1;
                 v_names := v_names || timers._save_one(p_owner, v_executor, v_timer, v_sql);
-                -- saved: its SQL passed, and timers of a bulk save often share one
-                v_sql := v_timer->>'sql';
+                -- saved: its SQL passed, and timers of a bulk save often share one (the
+                -- check of an autonomous timer refuses less: its SQL is not taken as passed)
+                v_sql := CASE WHEN (v_timer->>'autonomous')::boolean THEN NULL ELSE v_timer->>'sql' END;
             END LOOP;
         EXCEPTION WHEN OTHERS THEN
             -- which one: the message as timers.save gives it, after "timer <i>: "
@@ -421,7 +434,8 @@ CREATE OR REPLACE FUNCTION timers.save(
     start_at timestamptz DEFAULT NULL, end_at timestamptz DEFAULT NULL, max_runs bigint DEFAULT NULL,
     timeout interval DEFAULT NULL, locked boolean DEFAULT false, test_clock text DEFAULT NULL,
     retries integer DEFAULT 0, retry_delay interval DEFAULT '30 seconds', pause_after integer DEFAULT NULL,
-    jitter interval DEFAULT NULL, priority integer DEFAULT 0, catch_up_window interval DEFAULT NULL)
+    jitter interval DEFAULT NULL, priority integer DEFAULT 0, catch_up_window interval DEFAULT NULL,
+    autonomous boolean DEFAULT false)
     RETURNS timers.status
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -436,6 +450,9 @@ BEGIN
     IF save.enabled IS NULL OR save.locked IS NULL THEN
         RAISE EXCEPTION 'enabled and locked must be true or false, not NULL' USING ERRCODE = '22004';
     END IF;
+    IF save.autonomous IS NULL THEN
+        RAISE EXCEPTION 'autonomous must be true or false, not NULL' USING ERRCODE = '22004';
+    END IF;
     -- NULL is not the default for these: say so, as the JSON body's null would not
     PERFORM timers._check_policies(save.retries, save.retry_delay, save.pause_after, save.jitter,
                                    save.priority);
@@ -445,7 +462,8 @@ BEGIN
         'end_at', save.end_at, 'max_runs', save.max_runs, 'timeout', save.timeout,
         'locked', save.locked, 'test_clock', save.test_clock, 'retries', save.retries,
         'retry_delay', save.retry_delay, 'pause_after', save.pause_after, 'jitter', save.jitter,
-        'priority', save.priority, 'catch_up_window', save.catch_up_window)))[1]);
+        'priority', save.priority, 'catch_up_window', save.catch_up_window,
+        'autonomous', save.autonomous)))[1]);
 EXCEPTION WHEN OTHERS THEN
     -- the refusal as this call's own: one line, without the CONTEXT lines of the
     -- internal routines that raised it (same SQLSTATE, message, detail and hint)
@@ -500,8 +518,8 @@ $$;
 COMMENT ON FUNCTION timers.save_many(jsonb) IS
     'Save many timers in one call, all or none: a JSON array of {name, schedule, sql, ...options of timers.save}. Returns how many. Needs pgtimers_admin.';
 
-COMMENT ON FUNCTION timers.save(text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text, integer, interval, integer, interval, integer, interval) IS
-    'Create or replace a timer; it runs as the role in effect now. Options: retries, retry_delay, pause_after, jitter, priority, catch_up_window (docs/running.md). Returns its timers.status row. Needs pgtimers_admin.';
+COMMENT ON FUNCTION timers.save(text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text, integer, interval, integer, interval, integer, interval, boolean) IS
+    'Create or replace a timer; it runs as the role in effect now. Options: retries, retry_delay, pause_after, jitter, priority, catch_up_window, autonomous (docs/running.md). Returns its timers.status row. Needs pgtimers_admin.';
 
 -- The body of timers.enable; on a running timer the change waits for its run's end.
 CREATE OR REPLACE FUNCTION timers._set_enabled(p_actor name, p_name text, p_enabled boolean) RETURNS text
@@ -852,7 +870,7 @@ REVOKE ALL ON FUNCTION
     timers._check_jitter(interval,timers.timers,timestamp with time zone),
     timers._require_calendar(jsonb),
     timers._save(name,jsonb),
-    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval),
+    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean),
     timers._set_enabled(name,text,boolean),
     timers.enable(text,boolean),
     timers._delete(name,text),
@@ -876,7 +894,7 @@ GRANT EXECUTE ON FUNCTION
     timers._check_policies(integer,interval,integer,interval,integer),
     timers._check_jitter(interval,timers.timers,timestamp with time zone),
     timers._require_calendar(jsonb),
-    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval),
+    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean),
     timers.save_many(jsonb),
     timers.enable(text,boolean),
     timers.delete(text),

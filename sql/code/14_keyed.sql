@@ -278,7 +278,7 @@ BEGIN
         SELECT 1 FROM timers.keyed_timers x WHERE md5(x.sql) = md5(p_sql) AND x.sql = p_sql) THEN
         RETURN;
     END IF;
-    PERFORM timers._check_sql(p_sql);
+    PERFORM timers._check_sql(p_sql, false);
 END
 $$;
 

@@ -74,7 +74,11 @@ $$;
 -- schedule, command, nodename, nodeport, database, username, active, jobname), as read
 -- from the database where pg_cron keeps them. Each row says what became (or with
 -- dry_run, would become) of one job; a job that cannot be imported is left out with its
--- reason, and the others are imported all the same.
+-- reason, and the others are imported all the same. pg_cron runs a command outside a
+-- transaction block, as its username: a job whose command needs that (VACUUM, CREATE
+-- INDEX CONCURRENTLY, CLUSTER, REFRESH MATERIALIZED VIEW CONCURRENTLY, a CALL of a
+-- procedure that may COMMIT, ...: timers._sql_wants_autonomy) becomes an autonomous
+-- timer, and its row says so.
 CREATE OR REPLACE FUNCTION timers.import_pg_cron_jobs(jobs jsonb, dry_run boolean DEFAULT true,
                                                       timezone text DEFAULT NULL)
     RETURNS TABLE (jobid bigint, jobname text, timer text, schedule text, action text, reason text,
@@ -91,6 +95,7 @@ DECLARE
     v_active boolean;
     v_sql    text;
     v_note   text;
+    v_auto   text;
     s        record;
 BEGIN
     PERFORM timers._pg_cron_may_import();
@@ -146,10 +151,17 @@ BEGIN
                              v_taken->>lower(timer), timer);
         END IF;
         IF reason IS NULL THEN
+            v_auto := timers._sql_wants_autonomy(v_sql);
+            IF v_auto IS NOT NULL THEN
+                v_note := concat_ws('; ', v_note, format(
+                    'autonomous: runs outside a transaction, as its owner (it uses %s; docs/running.md#autonomous-timers)',
+                    v_auto));
+            END IF;
             v_taken := v_taken || jsonb_build_object(lower(timer), jobid);
-            SELECT st.name, st.schedule, st.sql, st.enabled, st.created_by INTO s
+            SELECT st.name, st.schedule, st.sql, st.enabled, st.created_by, st.autonomous INTO s
               FROM timers.status st WHERE lower(st.name) = lower(timer);
-            IF FOUND AND s.schedule = schedule AND s.sql = v_sql AND s.enabled = v_active AND s.created_by = v_user THEN
+            IF FOUND AND s.schedule = schedule AND s.sql = v_sql AND s.enabled = v_active AND s.created_by = v_user
+               AND s.autonomous = (v_auto IS NOT NULL) THEN
                 action := 'already imported';
                 timer := s.name;
             ELSIF FOUND THEN
@@ -167,7 +179,8 @@ BEGIN
                                                     quote_ident(v_user), quote_ident(v_user), quote_ident(current_user));
                         END;
                     END IF;
-                    PERFORM timers.save(timer, schedule, v_sql, enabled => v_active, timezone => v_zone);
+                    PERFORM timers.save(timer, schedule, v_sql, enabled => v_active, timezone => v_zone,
+                                        autonomous => v_auto IS NOT NULL);
                     PERFORM set_config('role', v_role, true);
                     IF dry_run THEN
                         -- undo the save: this block's subtransaction rolls back

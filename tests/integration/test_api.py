@@ -49,6 +49,7 @@ STATUS_FIELDS = [
     "priority",
     "paused_ms",
     "catch_up_window",
+    "autonomous",
 ]
 
 

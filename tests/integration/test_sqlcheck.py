@@ -357,7 +357,7 @@ def test_refused_statements_are_named_with_where_and_why(
             "the timer's SQL may not use COMMIT: a run is one transaction, committed together"
             " with the run's bookkeeping, so the SQL cannot end it or start another (a procedure"
             " that commits cannot do it either: the SQL runs inside a function); to split work,"
-            " use several timers (line 2, column 1)",
+            " use several timers; or save the timer with autonomous => true (line 2, column 1)",
         ),
         (
             "COPY t FROM PROGRAM 'curl example.com'",
@@ -791,8 +791,8 @@ def test_admins_and_runners_may_call_the_checks_others_may_not(db: Database) -> 
     with db.connect() as su:
         granted = su.execute(
             "SELECT has_function_privilege(r, f::regprocedure, 'execute')"
-            " FROM (VALUES ('pgtimers_runner', 'timers._check_sql(text)'),"
-            " ('pgtimers_reader', 'timers._check_sql(text)'),"
+            " FROM (VALUES ('pgtimers_runner', 'timers._check_sql(text,boolean)'),"
+            " ('pgtimers_reader', 'timers._check_sql(text,boolean)'),"
             " ('pgtimers_reader', 'timers._check_name(text)')) AS v(r, f)"
         ).fetchall()
         assert granted == [(True,), (False,), (False,)]

@@ -333,6 +333,7 @@ async function saveTimer(event) {
   const value = (n) => field(f, n).value;
   const body = { name: value("name").trim(), schedule: value("schedule").trim(), sql: value("sql") };
   body.enabled = field(f, "enabled").checked;
+  body.autonomous = field(f, "autonomous").checked;
   if (value("timezone").trim()) body.timezone = value("timezone").trim();
   if (value("catch_up")) body.catch_up = value("catch_up");
   if (value("catch_up_window").trim()) body.catch_up_window = value("catch_up_window").trim();

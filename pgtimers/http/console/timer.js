@@ -55,6 +55,9 @@ function renderSettings(d) {
   const sql = definition(box, "SQL", t.sql === null ? "hidden: only pgtimers_admin and the timer's owner see its SQL" : t.sql, t.sql === null ? "hidden" : "mono sql");
   sql.id = "timer-sql";
   definition(box, "Runs as", t.created_by);
+  definition(box, "Autonomous", t.autonomous
+    ? "yes: statement by statement, outside one transaction, in a session of its owner"
+    : "no: one transaction").id = "timer-autonomous";
   definition(box, "Missed due times", t.catch_up);
   if (t.catch_up_window) {
     definition(box, "Catch-up window", "missed while no runner served: run late if less than "

@@ -14,7 +14,7 @@ STATUS_FIELDS = [
     "last_error", "last_took_ms", "last_rows", "runs", "failures", "failures_24h", "skipped",
     "last_skip_ms", "last_skip_reason", "caught_up", "running", "timezone", "catch_up",
     "start_at", "end_at", "max_runs", "expired", "locked", "retries", "retry_delay",
-    "pause_after", "jitter", "priority", "paused_ms", "catch_up_window",
+    "pause_after", "jitter", "priority", "paused_ms", "catch_up_window", "autonomous",
 ]  # fmt: skip
 
 
