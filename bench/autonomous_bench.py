@@ -120,15 +120,13 @@ def fire_round(cl: Cluster, n: int, workers: int, autonomous: bool) -> dict[str,
                 "schedule": "every 1h",
                 "sql": f"ANALYZE public.small_{i}",
                 "start_at": start,
+                "autonomous": autonomous,
             }
             for i in range(n)
         ]
         c.execute(sql.SQL("SET SESSION AUTHORIZATION {}").format(sql.Identifier(OWNER)))
         fire_path.save_many(c, timers)
         c.execute("RESET SESSION AUTHORIZATION")
-        if autonomous:
-            # until save_many takes autonomous: the flag set on the saved rows
-            c.execute("UPDATE timers.timers SET autonomous = true")
         while server_now(c).timestamp() < at - 0.2:
             time.sleep(0.05)
         offset = _log_size(cl)

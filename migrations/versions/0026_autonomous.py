@@ -1,4 +1,4 @@
-"""Autonomous timers: timers.timers gains autonomous; timers.autonomous_runs holds attempts under way.
+"""Autonomous timers: timers.timers gains autonomous; timers.autonomous_runs, attempts under way.
 
 Revision ID: 0026
 Revises: 0025

@@ -747,16 +747,20 @@ AS $fn$
       ) AS r (n, words, pattern, statement, why, more)
       -- one_transaction: the rule exists only because a run is one transaction (not the
       -- prepared transactions 15, 17 and 21: they outlive the session); lifted for an
-      -- autonomous timer, hinted at for the others
+      -- autonomous timer, hinted at for the others. shared_session: the rule exists only
+      -- because the runner's session outlives the run (12, 13, 14, 22, 25, 26, 32, 37);
+      -- lifted for an autonomous timer, whose session is its owner's, made for the run and
+      -- closed after it
       CROSS JOIN LATERAL (SELECT coalesce(r.why OPERATOR(pg_catalog.=) ANY (ARRAY['transaction', 'savepoint', 'no_block']), false)
-                                 AND NOT r.n OPERATOR(pg_catalog.=) ANY (ARRAY[15, 17, 21]) AS one_transaction) m
+                                 AND NOT r.n OPERATOR(pg_catalog.=) ANY (ARRAY[15, 17, 21]) AS one_transaction,
+                                 r.n OPERATOR(pg_catalog.=) ANY (ARRAY[12, 13, 14, 22, 25, 26, 32, 37]) AS shared_session) m
       CROSS JOIN LATERAL (SELECT m.one_transaction AND NOT p_autonomous AS hinted) h
       LEFT JOIN why w ON w.key OPERATOR(pg_catalog.=) r.why
       LEFT JOIN (VALUES (5, 'tablespace_autonomous'), (15, 'prepared_autonomous'), (17, 'prepared_autonomous'),
                         (21, 'prepared_autonomous'), (27, 'hold_autonomous')) x (n, key)
              ON x.n OPERATOR(pg_catalog.=) r.n
       LEFT JOIN why a ON a.key OPERATOR(pg_catalog.=) x.key
-     WHERE NOT (p_autonomous AND m.one_transaction)
+     WHERE NOT (p_autonomous AND (m.one_transaction OR m.shared_session))
 $fn$;
 
 -- Why a statement is refused, from its head (see _sql_statements): statement (its
@@ -1105,7 +1109,7 @@ BEGIN
     -- U&"..." name), a body follows DO, FUNCTION or PROCEDURE (keywords cannot be
     -- escaped).
     IF sql ~* 'dblink|u&|\m(do|function|procedure)\M' THEN
-        deep := timers._sql_scan(sql, false);
+        deep := timers._sql_scan(sql, false, p_autonomous => coalesce(_check_sql.autonomous, false));
         IF deep.statement IS NOT NULL THEN
             RAISE EXCEPTION 'the timer''s SQL may not use %: % (%)',
                 deep.statement, deep.reason, timers._sql_line_col(sql, deep.pos)
@@ -1207,6 +1211,7 @@ $fn$;
 -- prepared statements after the run.
 CREATE OR REPLACE FUNCTION timers._sql_scan(p_text text, p_session_only boolean,
                                             p_context text DEFAULT NULL, p_depth integer DEFAULT 4,
+                                            p_autonomous boolean DEFAULT false,
                                             OUT statement text, OUT reason text, OUT pos integer)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -1267,10 +1272,11 @@ BEGIN
         IF at_start AND w IN ('PREPARE', 'DEALLOCATE', 'EXECUTE') THEN
             w2 := CASE WHEN kinds[i + 1] = 'w' THEN upper(toks[i + 1]) END;
             -- PL/pgSQL's EXECUTE runs a string; PREPARE TRANSACTION is transaction control,
-            -- which PostgreSQL refuses in a run by itself
+            -- which PostgreSQL refuses in a run by itself; an autonomous timer's session is
+            -- its owner's, made for the run
             CONTINUE WHEN w = 'EXECUTE' AND p_context IS NOT NULL;
             CONTINUE WHEN w = 'PREPARE' AND w2 = 'TRANSACTION';
-            -- refused for autonomous timers too: their session is the runner's to drive
+            CONTINUE WHEN p_autonomous;
             r := timers._sql_refusal(ARRAY[w, w2], false, false);
             statement := r.statement || coalesce(' in ' || p_context, '');
             reason := r.reason;
@@ -1374,7 +1380,7 @@ BEGIN
             pos := poss[body_at];
             RETURN;
         END IF;
-        sub := timers._sql_scan(body, p_session_only, body_ctx, p_depth - 1);
+        sub := timers._sql_scan(body, p_session_only, body_ctx, p_depth - 1, p_autonomous);
         IF sub.statement IS NOT NULL THEN
             statement := sub.statement;
             reason := sub.reason;
@@ -1411,7 +1417,7 @@ REVOKE ALL ON FUNCTION
     timers._check_sql(text,boolean),
     timers._sql_wants_autonomy(text),
     timers._sql_string_value(text[],boolean,text),
-    timers._sql_scan(text,boolean,text,integer)
+    timers._sql_scan(text,boolean,text,integer,boolean)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._first_at_least(integer[],integer,integer),
@@ -1433,5 +1439,5 @@ GRANT EXECUTE ON FUNCTION
     timers._check_sql(text,boolean),
     timers._sql_wants_autonomy(text),
     timers._sql_string_value(text[],boolean,text),
-    timers._sql_scan(text,boolean,text,integer)
+    timers._sql_scan(text,boolean,text,integer,boolean)
     TO pgtimers_admin, pgtimers_runner;

@@ -160,14 +160,31 @@ STILL_REFUSED = [
     ("LOAD 'x'", "LOAD"),
     ("COPY public.t TO PROGRAM 'cat'", "COPY ... PROGRAM"),
     ("COPY public.t FROM '/etc/passwd'", "COPY ... a file"),
-    ("PREPARE p AS SELECT 1", "PREPARE"),
-    ("DISCARD ALL", "DISCARD"),
-    ("RESET ALL", "RESET ALL"),
-    ("LISTEN x", "LISTEN"),
     ("DECLARE c CURSOR WITH HOLD FOR SELECT 1", "DECLARE ... WITH HOLD"),
-    ("SET idle_session_timeout = 1", "SET IDLE_SESSION_TIMEOUT"),
     ("SELECT dblink_exec('dbname=x', 'SELECT 1')", "dblink_exec()"),
 ]
+
+
+# refused for an atomic timer because the runner's session outlives the run; an autonomous
+# timer's session is its owner's, made for the run and closed after it
+SESSION_ONLY = [
+    "PREPARE p AS SELECT 1; EXECUTE p; DEALLOCATE p",
+    "DISCARD ALL",
+    "RESET ALL",
+    "LISTEN x; UNLISTEN x",
+    "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
+    "SET exit_on_error = on",
+    "DO $$BEGIN NULL; END$$; PREPARE q AS SELECT 1",
+]
+
+
+@pytest.mark.parametrize("text", SESSION_ONLY)
+def test_what_would_outlive_a_run_in_the_runners_session_is_saved_autonomous(
+    conn: psycopg.Connection, text: str
+) -> None:
+    with pytest.raises(errors.InsufficientPrivilege, match="may not use"):
+        save(conn, "t", "every 5m", text)
+    assert save(conn, "t", "every 5m", text, autonomous=True)["autonomous"] is True
 
 
 @pytest.mark.parametrize(("text", "statement"), STILL_REFUSED)

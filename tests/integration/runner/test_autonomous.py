@@ -87,15 +87,9 @@ def save_autonomous(
     """timers.save with autonomous => true (and named options)."""
     names = "".join(f", {k} => %({k})s" for k in opts)
     conn.execute(
-        f"SELECT timers.save(%(n)s, %(s)s, 'SELECT 1'{names})",  # type: ignore[arg-type]
-        {"n": name, "s": schedule, **opts},
+        f"SELECT timers.save(%(n)s, %(s)s, %(q)s, autonomous => true{names})",
+        {"n": name, "s": schedule, "q": text, **opts},
     )
-    who = scalar(conn, "SELECT session_user")
-    conn.execute("RESET SESSION AUTHORIZATION")
-    conn.execute(
-        "UPDATE timers.timers SET autonomous = true, sql = %s WHERE name = %s", [text, name]
-    )
-    conn.execute(sql.SQL("SET SESSION AUTHORIZATION {}").format(sql.Identifier(who)))
 
 
 def runs(conn: psycopg.Connection, name: str) -> list[dict[str, Any]]:
@@ -110,11 +104,12 @@ def runs(conn: psycopg.Connection, name: str) -> list[dict[str, Any]]:
 
 def finished(conn: psycopg.Connection, name: str, count: int = 1) -> list[dict[str, Any]]:
     """Wait for `count` recorded runs of the timer (ok not NULL)."""
-    return wait_until(
+    recorded: list[dict[str, Any]] = wait_until(
         lambda: (r := [x for x in runs(conn, name) if x["ok"] is not None])[count - 1 :] and r,
         timeout=30,
         what=f"{count} recorded run(s) of {name}",
     )
+    return recorded
 
 
 def test_vacuum_an_index_built_concurrently_and_a_procedure_that_commits_run_as_the_owner(
@@ -125,7 +120,8 @@ def test_vacuum_an_index_built_concurrently_and_a_procedure_that_commits_run_as_
         mine.execute("INSERT INTO sales (shop) SELECT g % 50 FROM generate_series(1, 5000) g")
         mine.execute("CREATE TABLE old_events (id bigserial PRIMARY KEY, at timestamptz)")
         mine.execute(
-            "INSERT INTO old_events (at) SELECT now() - interval '1 year' FROM generate_series(1, 5500)"
+            "INSERT INTO old_events (at)"
+            " SELECT now() - interval '1 year' FROM generate_series(1, 5500)"
         )
         mine.execute("CREATE TABLE batches (xid bigint, n bigint)")
         mine.execute("CREATE TABLE who (login text, role text, due text, attempt text)")
@@ -154,7 +150,8 @@ def test_vacuum_an_index_built_concurrently_and_a_procedure_that_commits_run_as_
     assert (login, role, attempt) == (owner.name, owner.name, "1")
     assert due == scalar(
         conn,
-        "SELECT to_char(last_due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM timers.timers WHERE name = 'maintain'",
+        "SELECT to_char(last_due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+        " FROM timers.timers WHERE name = 'maintain'",
     )
     assert scalar(conn, "SELECT count(*) FROM timers.autonomous_runs") == 0
 
@@ -305,5 +302,6 @@ def test_an_autonomous_timer_cannot_be_backfilled(
         save_autonomous(mine, "nightly", "daily 03:00", "VACUUM")
         with pytest.raises(psycopg.errors.FeatureNotSupported, match="is autonomous"):
             mine.execute(
-                "SELECT timers.backfill('nightly', now() - interval '3 days', now() - interval '1 day')"
+                "SELECT timers.backfill('nightly',"
+                " now() - interval '3 days', now() - interval '1 day')"
             )
