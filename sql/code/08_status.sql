@@ -41,11 +41,14 @@ SELECT
     t.last_skip_reason,
     t.caught_up,
     -- a run holds the timer's row lock until it commits; only pgtimers' roles can take
-    -- it (this session's own lock, taken by a change it is making, is no run)
-    (t.xmax <> '0'::xid AND EXISTS (
+    -- it (this session's own lock, taken by a change it is making, is no run); an
+    -- autonomous run under way holds none, and has its timers.autonomous_runs row
+    ((t.xmax <> '0'::xid AND EXISTS (
         SELECT 1 FROM pg_locks l
          WHERE l.locktype = 'transactionid' AND l.transactionid = t.xmax AND l.granted
-           AND l.pid <> pg_backend_pid())) AS running,
+           AND l.pid <> pg_backend_pid()))
+     OR (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id)))
+        AS running,
     t.zone AS timezone,
     coalesce(t.catch_up, 'skip') AS catch_up,
     t.start_at,

@@ -288,11 +288,18 @@ def test_cancel_stops_an_autonomous_run_in_the_owners_session(
         " WHERE application_name = 'pgtimers: cancel_me' AND query LIKE '%pg_sleep%'"
     )
     wait_until(lambda: scalar(conn, sleeping), what="the run's sleep")
+    assert scalar(conn, "SELECT running FROM timers.status WHERE name = 'cancel_me'")
     with db.connect(owner.name) as mine:
+        # an autonomous run holds no row lock: a change waits for it all the same
+        assert scalar(mine, "SELECT enabled FROM timers.enable('cancel_me', false)") is False
+        assert scalar(conn, "SELECT action FROM timers.pending_changes") == "disable"
         answer = scalar(mine, "SELECT timers.cancel('cancel_me')")
     assert answer["running"] and answer["cancelled"], answer
     [run] = finished(conn, "cancel_me")
     assert not run["ok"] and run["error"].startswith("cancelled:"), run
+    assert scalar(conn, "SELECT count(*) FROM timers.pending_changes") == 0
+    state = conn.execute("SELECT enabled, running FROM timers.status WHERE name = 'cancel_me'")
+    assert state.fetchone() == (False, False)
 
 
 def test_an_autonomous_timer_cannot_be_backfilled(
