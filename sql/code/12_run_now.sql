@@ -159,15 +159,25 @@ BEGIN
     PERFORM timers._require_admin('run a timer');
     v_request := timers._run_ask(current_user, run.name);
     COMMIT;
-    result := timers._run_wait(v_request, run.name, v_started);
+    PERFORM timers._ring();  -- a parked runner: come back now
+    LOOP
+        result := timers._run_wait(v_request, run.name, v_started);
+        EXIT WHEN result IS NOT NULL;
+        -- no snapshot kept between looks: CREATE INDEX CONCURRENTLY, which the runner may
+        -- be running for this very request (an autonomous timer), waits for every older one
+        COMMIT;
+    END LOOP;
 END
 $$;
 
 COMMENT ON PROCEDURE timers.run(text, jsonb) IS
     'Run a timer now through the runner (also when it is off) and wait up to 60 s: result is {name, finished, ok, error, took_ms, rows}. Already running: 55P03. Not inside a transaction block (it commits). Needs pgtimers_admin.';
 
--- Wait up to 60 s from p_started for the runner's answer to run request
--- p_request (each look sees what has committed: VOLATILE, READ COMMITTED).
+-- Wait a moment (up to 0.1 s) for the runner's answer to run request p_request:
+-- the answer, or NULL while there is none yet and 60 s from p_started have not gone by
+-- (then the answer that it has not finished). Each look sees what has committed
+-- (VOLATILE, READ COMMITTED); timers.run commits between calls, so no snapshot of its
+-- stays while the run goes on.
 CREATE OR REPLACE FUNCTION timers._run_wait(p_request bigint, p_name text, p_started timestamptz)
     RETURNS jsonb
     LANGUAGE plpgsql VOLATILE
@@ -175,10 +185,10 @@ CREATE OR REPLACE FUNCTION timers._run_wait(p_request bigint, p_name text, p_sta
     AS $$
 DECLARE
     v_deadline timestamptz := p_started + interval '60 seconds';
+    v_moment timestamptz := clock_timestamp() + interval '0.1 seconds';
     v_nap double precision := 0.005;
     v_result jsonb;
 BEGIN
-    PERFORM timers._ring();  -- a parked runner: come back now
     LOOP
         v_result := timers._run_answer(p_request);
         EXIT WHEN v_result IS NOT NULL;
@@ -186,8 +196,11 @@ BEGIN
             RETURN jsonb_build_object('name', p_name, 'finished', false, 'ok', NULL, 'error', '',
                 'took_ms', timers._ms(clock_timestamp() - p_started), 'rows', 0);
         END IF;
+        IF clock_timestamp() >= v_moment THEN
+            RETURN NULL;
+        END IF;
         PERFORM pg_sleep(v_nap);
-        v_nap := least(v_nap * 2, 0.1);
+        v_nap := least(v_nap * 2, 0.05);
     END LOOP;
     RETURN v_result;
 END

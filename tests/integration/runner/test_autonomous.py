@@ -312,3 +312,19 @@ def test_an_autonomous_timer_cannot_be_backfilled(
                 "SELECT timers.backfill('nightly',"
                 " now() - interval '3 days', now() - interval '1 day')"
             )
+
+
+def test_run_now_of_an_index_built_concurrently_does_not_wait_for_its_own_caller(
+    db: Database, conn: psycopg.Connection, owner: Owner, start_runner: StartRunner
+) -> None:
+    """CREATE INDEX CONCURRENTLY waits for every older transaction: timers.run keeps none
+    open while it waits for the answer."""
+    with db.connect(owner.name) as mine:
+        mine.execute("CREATE TABLE t (x int)")
+        save_autonomous(mine, "index", "daily 03:00", "CREATE INDEX CONCURRENTLY t_x ON t (x)")
+    start_runner(env=owner.env)
+    with db.connect(owner.name) as mine:
+        result = scalar(mine, "CALL timers.run('index')")
+    assert result["finished"] and result["ok"], result
+    assert result["took_ms"] < 10_000, result
+    assert scalar(conn, "SELECT indisvalid FROM pg_index WHERE indexrelid = 't_x'::regclass")
