@@ -27,6 +27,8 @@ CANCEL_GRACE = 5.0
 # Whether the client is still there, checked by the owner's backend this often (ms): a
 # runner that dies ends the run's session within about this long.
 CHECK_CLIENT_MS = 1000
+# How long an autonomous run waits for a connection slot for its owner's session.
+SLOT_WAIT = 30.0
 # The command tags whose count is rows written.
 _WRITES = ("INSERT", "UPDATE", "DELETE", "MERGE", "COPY")
 
@@ -105,6 +107,15 @@ def _not_logged_in(owner: str, exc: BaseException) -> Outcome:
     )
 
 
+def no_slot(waited: float) -> str:
+    """The error of a run that found no connection slot for its owner's session."""
+    return (
+        f"not run: no connection of the runner's budget came free for the owner's session in"
+        f" {waited:g} s (an autonomous run needs one beside its worker's); raise"
+        " --max-connections, or run fewer timers at once"
+    )
+
+
 def _rows(cur: psycopg.AsyncCursor[Any], only: bool) -> int:
     """The rows a statement wrote, by its command tag; a lone query's rows returned."""
     tag = (cur.statusmessage or "").split(" ", 1)[0]
@@ -119,25 +130,37 @@ class OwnerSessions:
 
     runner_dsn: str
     owner_dsns: Mapping[str, str] = field(default_factory=dict)
-    # a slot of the connection budget for the owner's session (None: no budget)
-    slot: Callable[[], contextlib.AbstractAsyncContextManager[bool]] | None = None
+    # a slot of the connection budget for the owner's session, waited for until the event
+    # (or a stop) comes: False then (None: no budget)
+    slot: Callable[[asyncio.Event], contextlib.AbstractAsyncContextManager[bool]] | None = None
+    # how long a run waits for that slot before it fails (the worker that runs it holds a
+    # slot all along: waiting for ever could wait for itself)
+    slot_wait: float = SLOT_WAIT
     clock: Callable[[], float] = time.monotonic
 
     async def run(self, attempt: Attempt, began: Callable[[int, str], Awaitable[Any]]) -> Outcome:
         """Run the attempt's statements as its owner within its time limit; began(pid,
         login) is told when the owner's session is up. Never raises for the run's faults:
         they are the outcome."""
-        async with self._slot() as got:
-            if not got:
-                return Outcome(False, "not run: the runner was stopping", "57P01")
-            return await self._run(attempt, began)
+        gave_up = asyncio.Event()
+        waited = asyncio.get_running_loop().call_later(self.slot_wait, gave_up.set)
+        try:
+            async with self._slot(gave_up) as got:
+                waited.cancel()
+                if got:
+                    return await self._run(attempt, began)
+        finally:
+            waited.cancel()
+        if gave_up.is_set():
+            return Outcome(False, no_slot(self.slot_wait), "53300")
+        return Outcome(False, "not run: the runner was stopping", "57P01")
 
     @contextlib.asynccontextmanager
-    async def _slot(self) -> AsyncIterator[bool]:
+    async def _slot(self, gave_up: asyncio.Event) -> AsyncIterator[bool]:
         if self.slot is None:
             yield True
             return
-        async with self.slot() as got:
+        async with self.slot(gave_up) as got:
             yield got
 
     async def _run(self, attempt: Attempt, began: Callable[[int, str], Awaitable[Any]]) -> Outcome:

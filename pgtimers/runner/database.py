@@ -138,7 +138,7 @@ class DatabaseRunner(WorkerPool, Parking):
         owners = OwnerSessions(
             self.s.dsn,
             self.s.owner_dsns,
-            lambda: self.s.budget.slot(self.s.dsn, self._stops(), self._alive),
+            lambda gave_up: self.s.budget.slot(self.s.dsn, (*self._stops(), gave_up), self._alive),
         )
         self.workers = workers = [
             Worker(
