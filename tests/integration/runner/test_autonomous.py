@@ -290,7 +290,9 @@ def test_cancel_stops_an_autonomous_run_in_the_owners_session(
     wait_until(lambda: scalar(conn, sleeping), what="the run's sleep")
     assert scalar(conn, "SELECT running FROM timers.status WHERE name = 'cancel_me'")
     with db.connect(owner.name) as mine:
-        # an autonomous run holds no row lock: a change waits for it all the same
+        # an autonomous run holds no row lock: it is running all the same
+        with pytest.raises(psycopg.errors.LockNotAvailable, match="is running"):
+            save_autonomous(mine, "cancel_me", "in 1s", "VACUUM")
         assert scalar(mine, "SELECT enabled FROM timers.enable('cancel_me', false)") is False
         assert scalar(conn, "SELECT action FROM timers.pending_changes") == "disable"
         answer = scalar(mine, "SELECT timers.cancel('cancel_me')")
