@@ -730,7 +730,7 @@ DECLARE
     v_skipped_to boolean := false;
 BEGIN
     SELECT * INTO t FROM timers.timers WHERE id = p_id FOR UPDATE SKIP LOCKED;
-    IF NOT FOUND OR timers._autonomous_open(t) THEN
+    IF NOT FOUND OR (t.autonomous AND timers._autonomous_open(t)) THEN
         RETURN NULL;
     END IF;
     -- turned off or deleted while it ran: done now, and nothing runs
@@ -789,7 +789,8 @@ BEGIN
     IF NOT v_skipped_to THEN
         v_prev := timers._prev_due(t, v_due, t.origin_at);
     END IF;
-    IF p_lost IS NULL AND timers._autonomous_owner(t) IS NOT NULL THEN
+    -- (t.autonomous first: the look-up is not made for an atomic timer)
+    IF t.autonomous AND p_lost IS NULL AND timers._autonomous_owner(t) IS NOT NULL THEN
         RETURN timers._autonomous_start(t, 'timer', v_kind, v_due, 1, v_planned, v_prev, v_n1,
                                         v_skips, NULL, p_runner);
     END IF;
@@ -899,7 +900,8 @@ BEGIN
     END IF;
 
     v_prev := timers._prev_due(t, t.retry_due_at, t.origin_at);
-    IF p_lost IS NULL AND timers._autonomous_owner(t) IS NOT NULL THEN
+    -- (t.autonomous first: the look-up is not made for an atomic timer)
+    IF t.autonomous AND p_lost IS NULL AND timers._autonomous_owner(t) IS NOT NULL THEN
         RETURN timers._autonomous_start(t, 'retry', 'retry', t.retry_due_at, t.retry_attempt,
                                         t.retry_at, v_prev, NULL, '[]', NULL, p_runner);
     END IF;

@@ -87,7 +87,8 @@ BEGIN
         RETURN v_result || jsonb_build_object('timer', q.timer, 'kind', 'run_now', 'sqlstate', '');
     END IF;
     v_now := coalesce(timers._now(t.test_clock), now());
-    IF p_lost IS NULL AND timers._autonomous_owner(t) IS NOT NULL THEN
+    -- (t.autonomous first: the look-up is not made for an atomic timer)
+    IF t.autonomous AND p_lost IS NULL AND timers._autonomous_owner(t) IS NOT NULL THEN
         RETURN timers._autonomous_start(t, 'request', 'run_now', NULL, 1, v_now, NULL, NULL, '[]', q.id,
                                         p_runner);
     END IF;
