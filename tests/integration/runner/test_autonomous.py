@@ -330,3 +330,36 @@ def test_run_now_of_an_index_built_concurrently_does_not_wait_for_its_own_caller
     assert result["finished"] and result["ok"], result
     assert result["took_ms"] < 10_000, result
     assert scalar(conn, "SELECT indisvalid FROM pg_index WHERE indexrelid = 't_x'::regclass")
+
+
+def test_an_interrupted_attempt_is_retried_only_as_its_retries_allow(
+    db: Database, conn: psycopg.Connection, owner: Owner, start_runner: StartRunner
+) -> None:
+    with db.connect(owner.name) as mine:
+        mine.execute("CREATE TABLE started (attempt text)")
+        save_autonomous(
+            mine,
+            "again",
+            "in 1s",
+            "INSERT INTO started VALUES (current_setting('pgtimers.attempt'));"
+            " SELECT pg_sleep(CASE current_setting('pgtimers.attempt')"
+            " WHEN '1' THEN 60 ELSE 0 END)",
+            retries=1,
+            retry_delay="1 second",
+        )
+    first = start_runner(env=owner.env)
+    sleeping = (
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE application_name = 'pgtimers: again' AND query LIKE '%pg_sleep%'"
+    )
+    wait_until(lambda: scalar(conn, sleeping), what="the first attempt's sleep")
+    first.kill()
+    start_runner(env=owner.env)
+    attempts = finished(conn, "again", 2)
+    assert [(a["kind"], a["attempt"], a["ok"]) for a in attempts] == [
+        ("scheduled", 1, False),
+        ("retry", 2, True),
+    ]
+    assert attempts[0]["error"].startswith("interrupted:")
+    time.sleep(2)  # a third start would show by now
+    assert [r[0] for r in conn.execute("SELECT attempt FROM started ORDER BY 1")] == ["1", "2"]
