@@ -84,8 +84,11 @@ def owner_dsn(runner_dsn: str, owner: str, owner_dsns: Mapping[str, str]) -> str
     password (libpq then finds one: the password file, a service file; or trust or peer
     where the server allows them), with what the runner's config gives for that owner
     (--owner-dsn: a host, a password, a service ...) over it. Always the runner's database:
-    the timer lives there."""
-    params = {k: v for k, v in conninfo_to_dict(runner_dsn).items() if k != "password"}
+    the timer lives there. An owner that is the runner's own login keeps the runner's
+    password: it is no other role's."""
+    params = conninfo_to_dict(runner_dsn)
+    if params.get("user") != owner:
+        params.pop("password", None)
     params["user"] = owner
     if owner in owner_dsns:
         params.update(conninfo_to_dict(owner_dsns[owner]))

@@ -17,6 +17,11 @@ def test_the_runners_dsn_as_the_owner_without_the_runners_password() -> None:
     assert got == {"user": "app_owner", "host": "db", "port": "5433", "dbname": "app"}
 
 
+def test_an_owner_that_is_the_runners_login_keeps_its_password() -> None:
+    got = conninfo_to_dict(owner_dsn("postgresql://ticker:s3cret@db/app", "ticker", {}))
+    assert got == {"user": "ticker", "password": "s3cret", "host": "db", "dbname": "app"}
+
+
 def test_a_configured_owner_dsn_goes_over_it_in_the_runners_database() -> None:
     given = {"bob": "host=other password=pw sslmode=require dbname=elsewhere"}
     got = conninfo_to_dict(owner_dsn("host=db dbname=app user=ticker", "bob", given))
