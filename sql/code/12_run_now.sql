@@ -160,7 +160,6 @@ BEGIN
     PERFORM timers._require_admin('run a timer');
     v_request := timers._run_ask(current_user, run.name);
     COMMIT;
-    PERFORM timers._ring();  -- a parked runner: come back now
     LOOP
         result := timers._run_wait(v_request, run.name, v_started);
         EXIT WHEN result IS NOT NULL;
@@ -190,6 +189,9 @@ DECLARE
     v_nap double precision := 0.005;
     v_result jsonb;
 BEGIN
+    -- a parked runner: come back now (the ring lasts as long as this transaction: each
+    -- look rings again)
+    PERFORM timers._ring();
     LOOP
         v_result := timers._run_answer(p_request);
         EXIT WHEN v_result IS NOT NULL;
