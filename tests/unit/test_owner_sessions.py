@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, cast
 
 from pgtimers.runner.autonomous import Attempt, OwnerSessions
 from pgtimers.runner.budget import ConnectionBudget
@@ -79,3 +79,82 @@ def test_a_stop_while_waiting_says_so() -> None:
 
     outcome = asyncio.run(go())
     assert not outcome.ok and outcome.error == "not run: the runner was stopping"
+
+
+class FakeClock:
+    """A clock that moves only when told."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakeCursor:
+    def __init__(self, tag: str, count: int, row: tuple[Any, ...] | None) -> None:
+        self.statusmessage = tag
+        self.rowcount = count
+        self._row = row
+
+    async def fetchone(self) -> tuple[Any, ...] | None:
+        return self._row
+
+
+class FakeSession:
+    """An owner's session that answers at once; each statement of the timer takes
+    `takes` seconds of the fake clock and writes one row."""
+
+    def __init__(self, clock: FakeClock, login: str, takes: float) -> None:
+        self.clock, self.login, self.takes = clock, login, takes
+        self.sent: list[str] = []
+
+    async def execute(self, statement: str, params: Any = None) -> FakeCursor:
+        if "session_user" in statement:
+            return FakeCursor("SELECT 1", 1, (self.login, self.login, 4242))
+        if "set_config" in statement:
+            return FakeCursor("SELECT 1", 1, None)
+        self.sent.append(statement)
+        self.clock.now += self.takes
+        return FakeCursor("INSERT 0 1", 1, None)
+
+
+def _attempt(statements: list[str], timeout_ms: int) -> Attempt:
+    return Attempt(1, "t", "reporting", statements, "", "", 1, timeout_ms)
+
+
+def _in_session(session: FakeSession, attempt: Attempt, clock: FakeClock) -> Any:
+    owners = OwnerSessions(NOWHERE, clock=clock)
+    began: list[tuple[int, str]] = []
+
+    async def note(pid: int, login: str) -> None:
+        began.append((pid, login))
+
+    deadline = clock() + attempt.timeout_ms / 1000
+    outcome = asyncio.run(owners._in_session(cast(Any, session), attempt, note, deadline))
+    return outcome, began
+
+
+def test_the_whole_run_has_one_time_limit_statement_after_statement() -> None:
+    clock = FakeClock()
+    session = FakeSession(clock, "reporting", takes=3.0)
+    outcome, began = _in_session(session, _attempt(["s1", "s2", "s3"], 5000), clock)
+    # 3 s each against 5 s for the run: the third is never sent
+    assert session.sent == ["s1", "s2"]
+    assert (outcome.ok, outcome.sqlstate) == (False, "57014")
+    assert began == [(4242, "reporting")]
+
+
+def test_rows_are_the_sum_of_what_the_statements_wrote() -> None:
+    clock = FakeClock()
+    session = FakeSession(clock, "reporting", takes=0.1)
+    outcome, _ = _in_session(session, _attempt(["s1", "s2", "s3"], 5000), clock)
+    assert (outcome.ok, outcome.rows, session.sent) == (True, 3, ["s1", "s2", "s3"])
+
+
+def test_a_session_of_another_login_runs_nothing() -> None:
+    clock = FakeClock()
+    session = FakeSession(clock, "ticker", takes=0.1)
+    outcome, began = _in_session(session, _attempt(["s1"], 5000), clock)
+    assert not outcome.ok and "logs in as 'ticker', not as the timer's owner" in outcome.error
+    assert session.sent == [] and began == []
