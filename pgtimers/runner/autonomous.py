@@ -86,14 +86,13 @@ def owner_dsn(runner_dsn: str, owner: str, owner_dsns: Mapping[str, str]) -> str
     (--owner-dsn: a host, a password, a service ...) over it. Always the runner's database:
     the timer lives there. An owner that is the runner's own login keeps the runner's
     password: it is no other role's."""
-    params = conninfo_to_dict(runner_dsn)
-    if params.get("user") != owner:
-        params.pop("password", None)
+    runner = conninfo_to_dict(runner_dsn)
+    params = {k: v for k, v in runner.items() if k != "password" or runner.get("user") == owner}
     params["user"] = owner
     if owner in owner_dsns:
         params.update(conninfo_to_dict(owner_dsns[owner]))
-        if "dbname" in params and conninfo_to_dict(runner_dsn).get("dbname"):
-            params["dbname"] = conninfo_to_dict(runner_dsn)["dbname"]
+        if runner.get("dbname"):
+            params["dbname"] = runner["dbname"]
     return make_conninfo("", **params)
 
 
