@@ -41,7 +41,7 @@ GRANT UPDATE (note)
 GRANT UPDATE (finished_at, result)
     ON timers.run_requests TO pgtimers_runner;
 -- (a pause after failures turns a timer off through timers._pause: never this grant)
-GRANT UPDATE (next_due_at, expired, last_due_at, last_run_at, last_late_ms, max_late_ms, last_ok, last_error, last_took_ms, last_rows, runs, scheduled_runs, failures, skipped, last_skip_at, last_skip_reason, caught_up, catch_up_due_at, retry_due_at, retry_attempt, retry_at, fail_streak)
+GRANT UPDATE (next_due_at, expired, last_due_at, last_run_at, last_late_ms, max_late_ms, last_ok, last_error, last_took_ms, last_rows, runs, scheduled_runs, failures, skipped, last_skip_at, last_skip_reason, caught_up, catch_up_due_at, retry_due_at, retry_attempt, retry_at, fail_streak, deadline_due_at, deadline_missed, deadline_missed_at, last_success_at, took_counts, took_sum_ms, late_counts, late_sum_ms)
     ON timers.timers TO pgtimers_runner;
 GRANT SELECT ON timers.autonomous_runs TO pgtimers_reader;
 GRANT SELECT, INSERT, DELETE ON timers.autonomous_runs TO pgtimers_runner;
@@ -52,6 +52,17 @@ GRANT SELECT ON timers.backfill_jobs TO pgtimers_reader;
 GRANT SELECT, DELETE ON timers.backfill_jobs TO pgtimers_runner;
 GRANT UPDATE (done, failed, state, next_at, ended_at, note)
     ON timers.backfill_jobs TO pgtimers_runner;
+GRANT SELECT ON timers.events TO pgtimers_reader;
+GRANT SELECT, INSERT ON timers.events TO pgtimers_runner;
+-- (the runner adds what a run said, which reaches it after the run's commit)
+GRANT UPDATE (messages)
+    ON timers.events TO pgtimers_runner;
+GRANT UPDATE (messages)
+    ON timers.runs TO pgtimers_runner;
+GRANT SELECT, INSERT, UPDATE ON timers.notify_cursors TO pgtimers_runner;
+GRANT SELECT, INSERT ON timers.event_deliveries TO pgtimers_runner;
+GRANT UPDATE (attempts, next_at, leased_until, leased_by, delivered_at, given_up_at, last_status, last_error)
+    ON timers.event_deliveries TO pgtimers_runner;
 
 COMMENT ON TABLE timers.runners IS
     'Runners serving this database; a runner is live while the control backend it registered is connected, or while it is parked (parked_until).';
@@ -63,6 +74,12 @@ COMMENT ON TABLE timers.timers IS
     'The timers (raw rows; read timers.status). Changed only through timers.save/enable/delete and the runner.';
 COMMENT ON TABLE timers.runs IS
     'History: one row per run or skipped due time (kind, due_at, took_ms, late_ms, ok, error, reason); kept runs_retention.';
+COMMENT ON TABLE timers.events IS
+    'The event outbox: one row per failed, skipped, retry_given_up, paused, backfill_done, deadline_missed and recovered event, written with what it reports; kept runs_retention.';
+COMMENT ON TABLE timers.notify_cursors IS
+    'Per webhook target of the runners'' [[notify]] sections: the last event looked at for it.';
+COMMENT ON TABLE timers.event_deliveries IS
+    'Webhook deliveries of events (read timers.deliveries): one row per event and target, claimed by one runner at a time, retried for 24 hours.';
 COMMENT ON TABLE timers.audit IS
     'One row per change: save, run-now, enable/disable, delete, calendar and test-clock changes, unlock (admins only).';
 COMMENT ON TABLE timers.settings IS

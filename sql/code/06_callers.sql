@@ -41,13 +41,17 @@ BEGIN
         'database', current_database(), 'event', p_event, 'timer', p_object)::text);
 END $$;
 
--- Announce an event to LISTEN pgtimers_events: a failed run, a skipped due time, a retry
--- given up, a pause, a backfill's end. The payload is JSON {database, timer, event,
--- due_at, attempt, error, sqlstate} plus p_extra; within NOTIFY's 8,000 bytes, the error
--- is cut (never the event). Sent when the transaction commits, so only what happened.
+-- Record an event in the outbox, timers.events (a failed run, a skipped due time, a retry
+-- given up, a pause, a backfill's end, a deadline missed, a recovery; p_run: the
+-- timers.runs row it reports, p_messages what that run said), and announce it to LISTEN
+-- pgtimers_events. The payload is JSON {database, timer, event, due_at, attempt, error,
+-- sqlstate, event_id} plus p_extra; within NOTIFY's 8,000 bytes, the error is cut (never
+-- the event; the row keeps it whole). Both take effect when the transaction commits, so
+-- only what happened.
 CREATE OR REPLACE FUNCTION timers._event(
     p_event text, p_timer text, p_due timestamptz, p_attempt integer, p_error text,
-    p_sqlstate text, p_extra jsonb DEFAULT '{}') RETURNS void
+    p_sqlstate text, p_extra jsonb DEFAULT '{}', p_run bigint DEFAULT NULL,
+    p_messages text DEFAULT '') RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -58,12 +62,17 @@ DECLARE
     v_budget integer;  -- bytes the error may keep
     v_keep integer;    -- characters it keeps
     v_bytes integer;
+    v_id bigint;
 BEGIN
+    INSERT INTO timers.events (event, timer, due_at, attempt, error, sqlstate, detail, run_id, messages)
+    VALUES (p_event, p_timer, p_due, p_attempt, v_error, coalesce(p_sqlstate, ''),
+            coalesce(p_extra, '{}'), p_run, coalesce(p_messages, ''))
+    RETURNING id INTO v_id;
     LOOP
         v_payload := (jsonb_build_object(
             'database', current_database(), 'timer', p_timer, 'event', p_event,
             'due_at', timers._iso(p_due), 'attempt', p_attempt, 'error', v_error,
-            'sqlstate', coalesce(p_sqlstate, '')) || coalesce(p_extra, '{}'))::text;
+            'sqlstate', coalesce(p_sqlstate, ''), 'event_id', v_id) || coalesce(p_extra, '{}'))::text;
         v_over := octet_length(v_payload) - 7999;
         EXIT WHEN v_over <= 0 OR v_error = '';
         -- cut the error by what is over, in bytes, and room for the mark; look again (JSON
@@ -132,7 +141,7 @@ REVOKE ALL ON FUNCTION
     timers._role(text),
     timers._audit(name,text,text,jsonb),
     timers._notify(text,text),
-    timers._event(text,text,timestamp with time zone,integer,text,text,jsonb),
+    timers._event(text,text,timestamp with time zone,integer,text,text,jsonb,bigint,text),
     timers._ticket(),
     timers._take_ticket(name,text),
     timers._require_admin(text)
@@ -147,5 +156,5 @@ GRANT EXECUTE ON FUNCTION
     timers._ticket()
     TO pgtimers_admin;
 GRANT EXECUTE ON FUNCTION
-    timers._event(text,text,timestamp with time zone,integer,text,text,jsonb)
+    timers._event(text,text,timestamp with time zone,integer,text,text,jsonb,bigint,text)
     TO pgtimers_runner, pgtimers_admin;

@@ -173,13 +173,13 @@ $$;
 COMMENT ON FUNCTION timers.cancel_backfill(bigint) IS
     'Cancel a backfill: no further due time of it runs (one being run finishes first). Returns its timers.backfills row; an ended one is left as it is. Needs pgtimers_admin.';
 
--- Say that backfill b has ended (done or cancelled): the backfill_ended event.
+-- Say that backfill b has ended (done or cancelled): the backfill_done event.
 CREATE OR REPLACE FUNCTION timers._backfill_ended(b timers.backfill_jobs) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
-    PERFORM timers._event('backfill_ended', b.timer, NULL, NULL, b.note, '', jsonb_build_object(
+    PERFORM timers._event('backfill_done', b.timer, NULL, NULL, b.note, '', jsonb_build_object(
         'backfill', b.id, 'state', b.state, 'total', b.total, 'done', b.done, 'failed', b.failed));
 END
 $$;
