@@ -676,6 +676,10 @@ BEGIN
         PERFORM timers._event('retry_given_up', t.name, p_due, p_attempt, r->>'error', r->>'sqlstate',
             jsonb_build_object('reason', p_given_up));
         IF p_given_up = 'retry would overlap the next due time' THEN
+            -- its deadline is missed for the failure, before the skip that records it
+            IF t.deadline IS NOT NULL THEN
+                PERFORM timers._deadline_recorded(t, p_due, false, true, p_attempt, 0, clock_timestamp());
+            END IF;
             PERFORM timers._record_skips(t, ARRAY[p_due], 1, p_due, p_due, p_given_up, p_runner);
         END IF;
     END IF;
@@ -1022,6 +1026,11 @@ BEGIN
      WHERE id = t.id;
     PERFORM timers._event('retry_given_up', t.name, t.retry_due_at, t.retry_attempt - 1,
         v_error, '', jsonb_build_object('reason', p_why));
+    -- its deadline is missed for the failure, before the skip that records it
+    IF t.deadline IS NOT NULL THEN
+        PERFORM timers._deadline_recorded(t, t.retry_due_at, false, true, t.retry_attempt - 1, 0,
+                                          clock_timestamp());
+    END IF;
     v_skip := timers._record_skips(t, ARRAY[t.retry_due_at], 1, t.retry_due_at, t.retry_due_at,
                                    p_why, p_runner);
     IF o.pause THEN
