@@ -25,7 +25,8 @@ SELECT row_to_json(timers.save(
            retry_delay => coalesce($14::text::interval, interval '30 seconds'),
            pause_after => $15::integer, jitter => $16::text::interval,
            priority => coalesce($17::integer, 0), catch_up_window => $18::text::interval,
-           autonomous => coalesce($19::boolean, false)))::text
+           autonomous => coalesce($19::boolean, false), deadline => $20::text::interval,
+           history => coalesce($21::text, 'all')))::text
 
 -- name: cast_time
 -- A body's time alone, to name the key of one PostgreSQL cannot read (values.py).
@@ -43,6 +44,19 @@ SELECT timers.delete($1::text)::text
 -- name: run_timer
 -- Waits up to 60 s inside the procedure; it commits, so never inside a transaction.
 CALL timers.run($1::text, NULL)
+
+-- name: deadline_check
+-- Tell the deadlines that have passed with no outcome (timers._deadline_check): a look
+-- of the console or of GET /metrics tells them while no runner serves the database
+-- (a reader's look leaves them to the runners and administrators).
+-- (a DO block: a reader's plan of a call it may not make would fail, even if not taken)
+DO $$
+BEGIN
+    IF pg_catalog.has_function_privilege('timers._deadline_check()', 'EXECUTE') THEN
+        PERFORM timers._deadline_check();
+    END IF;
+END
+$$
 
 -- name: stats_timers
 -- GET /api/stats: every timer with why it needs a look ('' when it does not),

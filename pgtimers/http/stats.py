@@ -92,6 +92,7 @@ async def stats(request: web.Request) -> web.Response:
     """{"now_ms", "timers": [status row + "trouble", ...], "databases": [...]}."""
 
     async def read(pool: asyncpg.Pool) -> list[dict[str, Any]]:
+        await pool.execute(query("deadline_check"))
         rows: list[dict[str, Any]] = json.loads(await pool.fetchval(query("stats_timers")))
         return rows
 

@@ -59,7 +59,9 @@ GRANT UPDATE (messages)
     ON timers.events TO pgtimers_runner;
 GRANT UPDATE (messages)
     ON timers.runs TO pgtimers_runner;
-GRANT SELECT, INSERT, UPDATE ON timers.notify_cursors TO pgtimers_runner;
+GRANT SELECT, INSERT ON timers.notify_cursors TO pgtimers_runner;
+GRANT UPDATE (last_event_id, seen_at)
+    ON timers.notify_cursors TO pgtimers_runner;
 GRANT SELECT, INSERT ON timers.event_deliveries TO pgtimers_runner;
 GRANT UPDATE (attempts, next_at, leased_until, leased_by, delivered_at, given_up_at, last_status, last_error)
     ON timers.event_deliveries TO pgtimers_runner;

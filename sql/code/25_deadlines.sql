@@ -151,8 +151,8 @@ $$;
 -- waiting for its retry, and the due times no runner has taken (or that wait behind a
 -- run under way), whose deadline has passed by the timer's clock, each get one
 -- deadline_missed event. Called by every runner's heartbeat and by the console and GET
--- /metrics, so a deadline is told even while no runner serves the database. Returns how
--- many events it raised.
+-- /metrics of an administrator, so a deadline is told even while no runner serves the
+-- database. Returns how many events it raised.
 CREATE OR REPLACE FUNCTION timers._deadline_check() RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -164,6 +164,9 @@ DECLARE
     v_upto timestamptz;
     v_told integer := 0;
 BEGIN
+    IF current_setting('transaction_read_only')::boolean THEN
+        RETURN 0;  -- a standby's console: the primary's runners and console tell them
+    END IF;
     FOR t IN
         SELECT * FROM timers.timers x
          WHERE x.deadline IS NOT NULL AND x.enabled
@@ -226,7 +229,7 @@ GRANT EXECUTE ON FUNCTION
 GRANT EXECUTE ON FUNCTION
     timers._deadline_open(timers.timers),
     timers._deadline_check()
-    TO pgtimers_reader, pgtimers_runner, pgtimers_admin;
+    TO pgtimers_runner, pgtimers_admin;
 GRANT EXECUTE ON FUNCTION
     timers._check_deadline(interval)
     TO pgtimers_admin;

@@ -337,6 +337,8 @@ async function saveTimer(event) {
   if (value("timezone").trim()) body.timezone = value("timezone").trim();
   if (value("catch_up")) body.catch_up = value("catch_up");
   if (value("catch_up_window").trim()) body.catch_up_window = value("catch_up_window").trim();
+  if (value("deadline").trim()) body.deadline = value("deadline").trim();
+  if (value("history")) body.history = value("history");
   // run policies: empty is the default; what a value may be, the server says
   for (const n of ["retries", "pause_after", "priority"]) {
     if (value(n).trim()) body[n] = Number(value(n));

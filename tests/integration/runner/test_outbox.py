@@ -57,7 +57,11 @@ def test_each_event_is_a_row_written_with_what_it_reports(
         ("recovered", 12),
     ]
     failed = rows[0]
-    assert (failed["error"], failed["sqlstate"], failed["attempt"]) == ("division by zero", "22012", 1)
+    assert (failed["error"], failed["sqlstate"], failed["attempt"]) == (
+        "division by zero",
+        "22012",
+        1,
+    )
     # the run it reports, by id
     run = scalar(conn, "SELECT error FROM timers.runs WHERE id = %s", [failed["run_id"]])
     assert run == "division by zero"
@@ -83,13 +87,19 @@ def test_a_pause_and_a_backfill_are_events_too(
     advance(conn, "10:00")
     assert [r["event"] for r in outbox(conn, "t")] == ["failed", "paused"]
     save(conn, "b", "every 1h", "SELECT 1", test_clock=clock)
-    conn.execute("SELECT timers.backfill('b', %s, %s)", ["2027-01-04 05:00+00", "2027-01-04 07:00+00"])
+    conn.execute(
+        "SELECT timers.backfill('b', %s, %s)", ["2027-01-04 05:00+00", "2027-01-04 07:00+00"]
+    )
     conn.execute("NOTIFY pgtimers")
-    wait_until(lambda: [r["event"] for r in outbox(conn, "b")] == ["backfill_done"], what="backfill_done")
+    wait_until(
+        lambda: [r["event"] for r in outbox(conn, "b")] == ["backfill_done"], what="backfill_done"
+    )
     assert outbox(conn, "b")[0]["detail"]["state"] == "done"
 
 
-def test_a_reader_reads_the_outbox_and_may_not_write_it(db: Database, conn: psycopg.Connection) -> None:
+def test_a_reader_reads_the_outbox_and_may_not_write_it(
+    db: Database, conn: psycopg.Connection
+) -> None:
     conn.execute("SELECT timers._event('failed', 'x', NULL, 1, 'boom', '22012')")
     with db.connect("pgt_reader") as reader:
         assert scalar(reader, "SELECT count(*) FROM timers.events") == 1

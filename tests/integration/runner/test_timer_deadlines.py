@@ -35,7 +35,9 @@ def advance(conn: psycopg.Connection, to: str) -> None:
     conn.execute("CALL timers.advance_test_clock('c', %s)", [f"2027-01-04 {to}:00+00"])
 
 
-def events(conn: psycopg.Connection, timer: str, event: str = "deadline_missed") -> list[dict[str, Any]]:
+def events(
+    conn: psycopg.Connection, timer: str, event: str = "deadline_missed"
+) -> list[dict[str, Any]]:
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
             "SELECT event, due_at, detail, run_id, error FROM timers.events"
@@ -109,11 +111,13 @@ def test_due_times_skipped_while_a_run_went_on_miss_their_deadline_at_once(
     due, why, count = told(conn, "t")[0]
     assert why == "skipped"
     assert count >= 1
-    skipped = scalar(conn, "SELECT min(due_at) FROM timers.runs WHERE timer = 't' AND kind = 'skipped'")
+    skipped = scalar(
+        conn, "SELECT min(due_at) FROM timers.runs WHERE timer = 't' AND kind = 'skipped'"
+    )
     assert due == skipped
     # each due time told once: the counts add up to the skipped due times told
-    wait_until(lambda: scalar(conn, "SELECT count(*) FROM timers.runs WHERE timer = 't' AND kind = 'skipped'") >= 3,
-               timeout=15)  # fmt: skip
+    skips = "SELECT count(*) FROM timers.runs WHERE timer = 't' AND kind = 'skipped'"
+    wait_until(lambda: scalar(conn, skips) >= 3, timeout=15)
     conn.execute("SELECT timers.enable('t', false)")
     time.sleep(3)
     rows = told(conn, "t")
