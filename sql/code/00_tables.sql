@@ -53,7 +53,7 @@ GRANT SELECT, DELETE ON timers.backfill_jobs TO pgtimers_runner;
 GRANT UPDATE (done, failed, state, next_at, ended_at, note)
     ON timers.backfill_jobs TO pgtimers_runner;
 GRANT SELECT ON timers.events TO pgtimers_reader;
-GRANT SELECT, INSERT ON timers.events TO pgtimers_runner;
+GRANT SELECT, INSERT, DELETE ON timers.events TO pgtimers_runner;
 -- (the runner adds what a run said, which reaches it after the run's commit)
 GRANT UPDATE (messages)
     ON timers.events TO pgtimers_runner;

@@ -241,6 +241,7 @@ DECLARE
     v_due timestamptz;
     v_next timestamptz;
     v_done boolean;
+    v_run bigint;
 BEGIN
     SELECT * INTO b FROM timers.backfill_jobs x WHERE x.id = p_id AND x.state = 'running'
        FOR UPDATE SKIP LOCKED;
@@ -269,13 +270,17 @@ BEGIN
         ended_at = CASE WHEN v_done THEN clock_timestamp() END
      WHERE id = b.id
     RETURNING * INTO b;
+    -- (kept whatever the timer's history: a backfill's runs are its record)
     INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, late_ms, ok,
-                             error, rows, runner, attempt, backfill_id)
+                             error, rows, runner, attempt, backfill_id, messages)
     VALUES (t.id, t.name, 'backfill', v_due, (r->>'started_at')::timestamptz,
-            (r->>'took_ms')::bigint, 0, v_ok, r->>'error', (r->>'rows')::bigint, p_runner, 1, b.id);
+            (r->>'took_ms')::bigint, 0, v_ok, r->>'error', (r->>'rows')::bigint, p_runner, 1, b.id,
+            coalesce(r->>'messages', ''))
+    RETURNING id INTO v_run;
     IF NOT v_ok THEN
         PERFORM timers._event('failed', t.name, v_due, 1, r->>'error', r->>'sqlstate',
-                              jsonb_build_object('kind', 'backfill', 'backfill', b.id));
+                              jsonb_build_object('kind', 'backfill', 'backfill', b.id), v_run,
+                              coalesce(r->>'messages', ''));
     END IF;
     IF v_done THEN
         PERFORM timers._backfill_ended(b);
@@ -287,7 +292,7 @@ BEGIN
         'timer', t.name, 'kind', 'backfill', 'due_at', timers._iso(v_due), 'ok', v_ok,
         'error', r->>'error', 'sqlstate', r->>'sqlstate', 'rows', (r->>'rows')::bigint,
         'took_ms', (r->>'took_ms')::bigint, 'late_ms', 0, 'attempt', 1,
-        'backfill', b.id, 'left', b.total - b.done);
+        'backfill', b.id, 'left', b.total - b.done, 'run_id', v_run);
 END
 $$;
 

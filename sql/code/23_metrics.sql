@@ -25,8 +25,8 @@ CREATE OR REPLACE FUNCTION timers._lateness_buckets() RETURNS bigint[]
 CREATE OR REPLACE FUNCTION timers._bucket(p_ms bigint, p_bounds bigint[]) RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
-    RETURN coalesce((SELECT min(i) FROM generate_subscripts(p_bounds, 1) AS i WHERE greatest(p_ms, 0) <= p_bounds[i]),
-                    cardinality(p_bounds) + 1);
+    -- width_bucket counts the bounds <= its operand; a whole p_ms is <= bound b when p_ms - 1 < b
+    RETURN width_bucket(greatest(coalesce(p_ms, 0), 0) - 1, p_bounds) + 1;
 
 -- Each timer's metrics columns: the histograms of its runs (counts per bucket, not
 -- cumulative; the last bucket is +Inf), its deadlines missed and its last success. A
