@@ -13,7 +13,7 @@ and `pgtimers_timer_last_success_timestamp_seconds{database,timer}`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -31,10 +31,8 @@ class Snapshot:
 
     # timers.status rows (the columns of the metrics_timers query)
     timers: Sequence[Mapping[str, Any]]
-    # the metrics_database row: histograms, deadlines missed, events undelivered
+    # the metrics_database row: histograms, events undelivered
     summary: Mapping[str, Any] | None = None
-    # (timer, Unix seconds) of each timer's last successful commit
-    last_success: Sequence[tuple[str, float]] = field(default_factory=list)
 
 
 def _escape(value: str) -> str:
@@ -169,6 +167,7 @@ def _histogram(
 def _runs(out: _Out, readable: list[DatabaseRead]) -> None:
     """The families of migration 0027's columns: histograms, deadlines, events, successes."""
     summaries = [(r.name, r.value.summary) for r in readable if r.value.summary is not None]
+    rows = [(r.name, row) for r in readable for row in r.value.timers]
     _histogram(
         out,
         "pgtimers_run_duration_seconds",
@@ -192,10 +191,9 @@ def _runs(out: _Out, readable: list[DatabaseRead]) -> None:
         "counter",
         "Due times of the database's timers with no successful commit within their deadline.",
     )
-    for db, s in summaries:
-        out.sample(
-            "pgtimers_deadline_missed_total", int(s["deadline_missed"]), _labels(database=db)
-        )
+    for r in readable:
+        missed = sum(int(row.get("deadline_missed") or 0) for row in r.value.timers)
+        out.sample("pgtimers_deadline_missed_total", missed, _labels(database=r.name))
     out.family(
         "pgtimers_events_undelivered",
         "gauge",
@@ -217,12 +215,12 @@ def _runs(out: _Out, readable: list[DatabaseRead]) -> None:
         "When a run of the timer last committed successfully, in Unix seconds"
         " (timers that have had one).",
     )
-    for r in readable:
-        for timer, at in r.value.last_success:
+    for db, row in rows:
+        if int(row.get("last_success_ms") or 0) > 0:
             out.sample(
                 "pgtimers_timer_last_success_timestamp_seconds",
-                at,
-                _labels(database=r.name, timer=timer),
+                int(row["last_success_ms"]) / 1000,
+                _labels(database=db, timer=row["name"]),
             )
 
 
@@ -232,10 +230,7 @@ async def metrics(request: web.Request) -> web.Response:
     async def read(pool: asyncpg.Pool) -> Snapshot:
         timers = [dict(r) for r in await pool.fetch(query("metrics_timers"))]
         summary = await pool.fetchrow(query("metrics_database"))
-        last = [
-            (r["timer"], float(r["at"])) for r in await pool.fetch(query("metrics_last_success"))
-        ]
-        return Snapshot(timers, dict(summary) if summary is not None else None, last)
+        return Snapshot(timers, dict(summary) if summary is not None else None)
 
     text = render(await read_all(request, read))
     return web.Response(body=text.encode("utf-8"), headers={"Content-Type": CONTENT_TYPE})

@@ -1,7 +1,7 @@
 -- pgtimers code: the histograms of runs' durations and lateness that each timer's row
 -- keeps (took_counts, late_counts: counts per bucket; took_sum_ms, late_sum_ms), which
--- GET /metrics sums by database: views timers.metrics (per timer: histograms, deadlines
--- missed, last success) and timers.events_undelivered (webhook deliveries still owed).
+-- GET /metrics sums by database (view timers.metrics), and the webhook deliveries still
+-- owed (view timers.events_undelivered).
 --
 -- Repeatable: applied whole on every install and upgrade, after the versioned
 -- migrations (docs/design.md). Each object here is defined in this file only.
@@ -28,14 +28,12 @@ CREATE OR REPLACE FUNCTION timers._bucket(p_ms bigint, p_bounds bigint[]) RETURN
     -- width_bucket counts the bounds <= its operand; a whole p_ms is <= bound b when p_ms - 1 < b
     RETURN width_bucket(greatest(coalesce(p_ms, 0), 0) - 1, p_bounds) + 1;
 
--- Each timer's metrics columns: the histograms of its runs (counts per bucket, not
--- cumulative; the last bucket is +Inf), its deadlines missed and its last success. A
--- view, as timers.status: readers never read timers.timers itself. GET /metrics sums it
--- by database (a per-timer histogram would multiply the series by the timers).
+-- Each timer's run histograms (counts per bucket, not cumulative; the last bucket is
+-- +Inf), which timers.status leaves out. A view, as timers.status: readers never read
+-- timers.timers itself. GET /metrics sums it by database (a per-timer histogram would
+-- multiply the series by the timers).
 CREATE OR REPLACE VIEW timers.metrics AS
 SELECT t.name,
-       t.last_success_at,
-       t.deadline_missed,
        t.took_counts,
        t.took_sum_ms,
        t.late_counts,
@@ -46,7 +44,7 @@ SELECT t.name,
                     WHERE pc.timer_id = t.id AND pc.action = 'delete');
 
 COMMENT ON VIEW timers.metrics IS
-    'One row per timer: last_success_at (its last successful commit), deadline_missed, and the histograms of its runs: took_counts and late_counts per bucket (bounds in ms: timers._duration_buckets(), timers._lateness_buckets(); the last bucket is +Inf), took_sum_ms, late_sum_ms.';
+    'One row per timer: the histograms of the durations and lateness of its runs: took_counts and late_counts per bucket (bounds in ms: timers._duration_buckets(), timers._lateness_buckets(); the last bucket is +Inf), took_sum_ms, late_sum_ms.';
 
 -- The events a webhook target has not received, by state: pending (not delivered yet,
 -- still retried) and undeliverable (given up); an event counts once in each state some
