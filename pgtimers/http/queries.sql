@@ -73,9 +73,27 @@ SELECT timers._live_runners()
 
 -- name: metrics_timers
 SELECT s.name, s.runs, s.failures, s.failures_24h, s.skipped, s.last_late_ms, s.max_late_ms,
-       s.last_ok, s.running, s.enabled, s.paused_ms
+       s.last_ok, s.running, s.enabled, s.paused_ms, s.deadline_missed, s.last_success_ms
   FROM timers.status s
  ORDER BY lower(s.name)
+
+-- name: metrics_database
+-- GET /metrics: the run histograms summed over the database's timers (counts per bucket,
+-- bounds in ms) and the events not yet delivered, by state.
+SELECT timers._duration_buckets() AS duration_bounds_ms,
+       (SELECT array_agg((SELECT coalesce(sum(m.took_counts[i]), 0) FROM timers.metrics m)::bigint
+                         ORDER BY i)
+          FROM generate_series(1, cardinality(timers._duration_buckets()) + 1) i) AS took_counts,
+       (SELECT coalesce(sum(m.took_sum_ms), 0)::bigint FROM timers.metrics m) AS took_sum_ms,
+       timers._lateness_buckets() AS lateness_bounds_ms,
+       (SELECT array_agg((SELECT coalesce(sum(m.late_counts[i]), 0) FROM timers.metrics m)::bigint
+                         ORDER BY i)
+          FROM generate_series(1, cardinality(timers._lateness_buckets()) + 1) i) AS late_counts,
+       (SELECT coalesce(sum(m.late_sum_ms), 0)::bigint FROM timers.metrics m) AS late_sum_ms,
+       (SELECT u.events FROM timers.events_undelivered u WHERE u.state = 'pending')
+           AS events_pending,
+       (SELECT u.events FROM timers.events_undelivered u WHERE u.state = 'undeliverable')
+           AS events_undeliverable
 
 -- name: partitioned_tables
 -- The range-partitioned tables of this database the caller can see, for "Keep data for...".

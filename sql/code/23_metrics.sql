@@ -1,6 +1,7 @@
 -- pgtimers code: the histograms of runs' durations and lateness that each timer's row
 -- keeps (took_counts, late_counts: counts per bucket; took_sum_ms, late_sum_ms), which
--- GET /metrics sums by database.
+-- GET /metrics sums by database (view timers.metrics), and the webhook deliveries still
+-- owed (view timers.events_undelivered).
 --
 -- Repeatable: applied whole on every install and upgrade, after the versioned
 -- migrations (docs/design.md). Each object here is defined in this file only.
@@ -39,6 +40,38 @@ BEGIN
 END
 $$;
 
+-- Each timer's run histograms (counts per bucket, not cumulative; the last bucket is
+-- +Inf), which timers.status leaves out. A view, as timers.status: readers never read
+-- timers.timers itself. GET /metrics sums it by database (a per-timer histogram would
+-- multiply the series by the timers).
+CREATE OR REPLACE VIEW timers.metrics AS
+SELECT t.name,
+       t.took_counts,
+       t.took_sum_ms,
+       t.late_counts,
+       t.late_sum_ms
+  FROM timers.timers t
+ -- the timers of timers.status (one deleted while running is gone already)
+ WHERE NOT EXISTS (SELECT 1 FROM timers.pending_changes pc
+                    WHERE pc.timer_id = t.id AND pc.action = 'delete');
+
+COMMENT ON VIEW timers.metrics IS
+    'One row per timer: the histograms of the durations and lateness of its runs: took_counts and late_counts per bucket (bounds in ms: timers._duration_buckets(), timers._lateness_buckets(); the last bucket is +Inf), took_sum_ms, late_sum_ms.';
+
+-- The events a webhook target has not received, by state: pending (not delivered yet,
+-- still retried) and undeliverable (given up); an event counts once in each state some
+-- target has it in. Both rows always, 0 when none.
+CREATE OR REPLACE VIEW timers.events_undelivered AS
+SELECT s.state,
+       (SELECT count(DISTINCT d.event_id)
+          FROM timers.event_deliveries d
+         WHERE d.delivered_at IS NULL
+           AND (d.given_up_at IS NOT NULL) = (s.state = 'undeliverable')) AS events
+  FROM (VALUES ('pending'), ('undeliverable')) s (state);
+
+COMMENT ON VIEW timers.events_undelivered IS
+    'Events a webhook target has not received: state pending (still retried) or undeliverable (given up after 24 hours), each event once per state some target has it in.';
+
 REVOKE ALL ON FUNCTION
     timers._duration_buckets(),
     timers._lateness_buckets(),
@@ -49,3 +82,6 @@ GRANT EXECUTE ON FUNCTION
     timers._lateness_buckets(),
     timers._bucket(bigint,bigint[])
     TO pgtimers_reader, pgtimers_runner, pgtimers_admin;
+REVOKE ALL ON timers.metrics, timers.events_undelivered
+    FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
+GRANT SELECT ON timers.metrics, timers.events_undelivered TO pgtimers_reader, pgtimers_runner;
