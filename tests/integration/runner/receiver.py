@@ -38,6 +38,7 @@ class Receiver:
     _runner: web.AppRunner | None = None
     _site_port: int | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _closing: bool = False
 
     @property
     def url(self) -> str:
@@ -53,13 +54,15 @@ class Receiver:
             n = len(self.received)
             self.received.append(Received(dict(request.headers), data, time.monotonic()))
         status, delay = self.answer(n)
-        if delay:
-            await asyncio.sleep(delay)
+        until = time.monotonic() + delay
+        while time.monotonic() < until and not self._closing:  # a stop ends the wait
+            await asyncio.sleep(min(0.1, until - time.monotonic()))
         return web.Response(status=status, text="ok" if status < 300 else "nope")
 
     def start(self) -> None:
         """Listen (on `port`, else a free one); returns once it does."""
         ready = threading.Event()
+        self._closing = False
 
         async def serve() -> None:
             app = web.Application()
@@ -83,6 +86,7 @@ class Receiver:
         if self._loop is None:
             return
         loop, runner = self._loop, self._runner
+        self._closing = True
         if runner is not None:
             asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)

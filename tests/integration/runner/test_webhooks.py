@@ -309,3 +309,41 @@ def test_given_up_24_hours_after_the_event(
         assert [ln for ln in runner.log().splitlines() if "event=delivery_given_up" in ln]
         time.sleep(3)
         assert len(receiver.received) == attempts  # no more tries
+
+
+def test_a_slow_receiver_times_out_at_10s_and_timers_fire_on_time(
+    db: Database,
+    conn: psycopg.Connection,
+    start_runner: StartRunner,
+    tmp_path: Path,
+) -> None:
+    for receiver in receiving(lambda n: (200, 30.0) if n == 0 else (200, 0.0)):
+        cfg = write_config(tmp_path, db, {"url": receiver.url})
+        start_runner("--config", cfg, env=FAST)
+        save(conn, "tick", "every 1s", "SELECT 1")
+
+        def late_ms(since: float, until: float) -> list[int]:
+            rows = conn.execute(
+                "SELECT late_ms FROM timers.runs WHERE timer = 'tick' AND started_at"
+                " BETWEEN to_timestamp(%s) AND to_timestamp(%s)",
+                [since, until],
+            ).fetchall()
+            return [int(r[0]) for r in rows]
+
+        now = lambda: float(conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])  # type: ignore[index]  # noqa: E731
+        time.sleep(2)
+        start = now()
+        time.sleep(6)
+        baseline = late_ms(start, now())
+        add_event(conn)
+        wait_until(lambda: len(receiver.received) == 1, 10, "the slow POST")
+        slow_from = now()
+        wait_until(lambda: len(receiver.received) == 2, 20, "the POST again after 10 s")
+        during = late_ms(slow_from, now())
+        wait_until(delivered(conn, 1), 10, "delivered")
+        a, b = receiver.received
+        assert 10 <= b.at - a.at < 15  # cut off at 10 s, tried again 2 s later
+        [row] = deliveries(conn)
+        assert row["attempts"] == 2 and row["last_error"] == "no answer within 10s"
+        assert len(during) >= 9, during  # a run every second while the POST hung
+        assert max(during) <= max(baseline) + 250, (baseline, during)
