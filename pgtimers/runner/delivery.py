@@ -80,7 +80,7 @@ class Deliveries:
 
     async def run(self) -> None:
         """Rounds until stopping; a failed round is logged and tried again."""
-        timeout = aiohttp.ClientTimeout(total=POST_TIMEOUT)
+        timeout = aiohttp.ClientTimeout(total=POST_TIMEOUT + 5)
         headers = {"User-Agent": f"pgtimers/{__version__}"}
         async with aiohttp.ClientSession(timeout=timeout, headers=headers) as http:
             said = ""
@@ -188,15 +188,21 @@ class Deliveries:
         if target.secret:
             headers[SIGNATURE_HEADER] = signature(target.secret, data)
         try:
-            async with http.post(target.url, data=data, headers=headers) as answer:
-                if 200 <= answer.status < 300:
-                    return Outcome(answer.status)
-                text = (await answer.text(errors="replace"))[:200]
-                return Outcome(answer.status, f"HTTP {answer.status}: {text}".strip())
+            # asyncio's own limit: aiohttp's rounds one of 10 s up to the next second
+            return await asyncio.wait_for(self._send(http, target.url, data, headers), POST_TIMEOUT)
         except asyncio.TimeoutError:
             return Outcome(None, f"no answer within {POST_TIMEOUT:g}s")
         except aiohttp.ClientError as exc:
             return Outcome(None, f"{type(exc).__name__}: {exc}"[:_MAX_ERROR])
+
+    async def _send(
+        self, http: aiohttp.ClientSession, url: str, data: bytes, headers: dict[str, str]
+    ) -> Outcome:
+        async with http.post(url, data=data, headers=headers) as answer:
+            if 200 <= answer.status < 300:
+                return Outcome(answer.status)
+            text = (await answer.text(errors="replace"))[:200]
+            return Outcome(answer.status, f"HTTP {answer.status}: {text}".strip())
 
     async def _write(
         self, conn: Session, rows: Sequence[asyncpg.Record], outcomes: Sequence[Outcome]

@@ -7,7 +7,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +55,8 @@ class Receiver:
             self.received.append(Received(dict(request.headers), data, time.monotonic()))
         status, delay = self.answer(n)
         until = time.monotonic() + delay
-        while time.monotonic() < until and not self._closing:  # a stop ends the wait
+        # a stop ends the wait (a handler still sleeping would hold the stop up)
+        while time.monotonic() < until and not self._closing:  # noqa: ASYNC110
             await asyncio.sleep(min(0.1, until - time.monotonic()))
         return web.Response(status=status, text="ok" if status < 300 else "nope")
 
@@ -91,13 +92,3 @@ class Receiver:
             asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         self._loop = self._runner = None
-
-
-def receiving(answer: Callable[[int], tuple[int, float]] | None = None) -> Iterator[Receiver]:
-    """A started receiver, stopped after the test (a fixture's body)."""
-    receiver = Receiver(answer) if answer else Receiver()
-    receiver.start()
-    try:
-        yield receiver
-    finally:
-        receiver.stop()

@@ -17,16 +17,35 @@ from psycopg.rows import dict_row
 
 from tests.conftest import Database
 from tests.integration.runner.conftest import RunnerProcess, save, wait_until
-from tests.integration.runner.receiver import Receiver, receiving
+from tests.integration.runner.receiver import Receiver
 
 StartRunner = Callable[..., RunnerProcess]
 # quick rounds and a short lease, so that the tests wait seconds, not minutes
 FAST = {"PGTIMERS_DELIVERY_POLL": "1", "PGTIMERS_DELIVERY_LEASE": "12"}
 
 
+Answer = Callable[[int], tuple[int, float]]
+
+
 @pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    yield from receiving()
+def answering() -> Iterator[Callable[[Answer], Receiver]]:
+    """Start a receiver that answers the n-th POST (from 0) with answer(n): (status, delay)."""
+    started: list[Receiver] = []
+
+    def start(answer: Answer) -> Receiver:
+        receiver = Receiver(answer)
+        receiver.start()
+        started.append(receiver)
+        return receiver
+
+    yield start
+    for receiver in started:
+        receiver.stop()
+
+
+@pytest.fixture
+def receiver(answering: Callable[[Answer], Receiver]) -> Receiver:
+    return answering(lambda n: (200, 0.0))
 
 
 def write_config(tmp_path: Path, db: Database, *sections: dict[str, Any]) -> str:
@@ -208,19 +227,20 @@ def test_500_then_200_is_delivered_with_its_attempts_counted(
     conn: psycopg.Connection,
     start_runner: StartRunner,
     tmp_path: Path,
+    answering: Callable[[Answer], Receiver],
 ) -> None:
-    for receiver in receiving(lambda n: (500, 0.0) if n < 2 else (200, 0.0)):
-        cfg = write_config(tmp_path, db, {"url": receiver.url})
-        start_runner("--config", cfg, env=FAST)
-        add_event(conn)
-        wait_until(delivered(conn, 1), 30, "delivered after two 500s")
-        [row] = deliveries(conn)
-        assert (row["attempts"], row["last_status"]) == (3, 200)
-        ids = {b["delivery_id"] for b in receiver.bodies()}
-        assert ids == {str(row["delivery_id"])} and len(receiver.received) == 3
-        # the backoff doubles: 2 s, then 4 s
-        gaps = [b.at - a.at for a, b in zip(receiver.received, receiver.received[1:])]
-        assert 1.8 <= gaps[0] < 3.5 and 3.8 <= gaps[1] < 6, gaps
+    receiver = answering(lambda n: (500, 0.0) if n < 2 else (200, 0.0))
+    cfg = write_config(tmp_path, db, {"url": receiver.url})
+    start_runner("--config", cfg, env=FAST)
+    add_event(conn)
+    wait_until(delivered(conn, 1), 30, "delivered after two 500s")
+    [row] = deliveries(conn)
+    assert (row["attempts"], row["last_status"]) == (3, 200)
+    ids = {b["delivery_id"] for b in receiver.bodies()}
+    assert ids == {str(row["delivery_id"])} and len(receiver.received) == 3
+    # the backoff doubles: 2 s, then 4 s
+    gaps = [b.at - a.at for a, b in zip(receiver.received, receiver.received[1:], strict=False)]
+    assert 1.8 <= gaps[0] < 3.5 and 3.8 <= gaps[1] < 6, gaps
 
 
 def test_a_200_twice_for_a_redelivery_keeps_the_delivery_id(
@@ -228,20 +248,21 @@ def test_a_200_twice_for_a_redelivery_keeps_the_delivery_id(
     conn: psycopg.Connection,
     start_runner: StartRunner,
     tmp_path: Path,
+    answering: Callable[[Answer], Receiver],
 ) -> None:
     """The receiver takes each event the first time but answers after the runner's 10 s:
     each comes again, with the same delivery_id; none lost, none made up."""
-    for receiver in receiving(lambda n: (200, 10.5) if n < 3 else (200, 0.0)):
-        cfg = write_config(tmp_path, db, {"url": receiver.url})
-        start_runner("--config", cfg, env=FAST)
-        ids = [add_event(conn, "failed", f"t{i}") for i in range(3)]
-        wait_until(delivered(conn, 3), 40, "all three delivered")
-        rows = deliveries(conn)
-        assert [r["event_id"] for r in rows] == ids
-        assert [r["attempts"] for r in rows] == [2, 2, 2], rows
-        got = [b["delivery_id"] for b in receiver.bodies()]
-        assert sorted(got) == sorted(2 * [str(r["delivery_id"]) for r in rows])
-        assert len({str(r["delivery_id"]) for r in rows}) == 3
+    receiver = answering(lambda n: (200, 10.5) if n < 3 else (200, 0.0))
+    cfg = write_config(tmp_path, db, {"url": receiver.url})
+    start_runner("--config", cfg, env=FAST)
+    ids = [add_event(conn, "failed", f"t{i}") for i in range(3)]
+    wait_until(delivered(conn, 3), 40, "all three delivered")
+    rows = deliveries(conn)
+    assert [r["event_id"] for r in rows] == ids
+    assert [r["attempts"] for r in rows] == [2, 2, 2], rows
+    got = [b["delivery_id"] for b in receiver.bodies()]
+    assert sorted(got) == sorted(2 * [str(r["delivery_id"]) for r in rows])
+    assert len({str(r["delivery_id"]) for r in rows}) == 3
 
 
 def test_two_runners_deliver_each_event_exactly_once(
@@ -269,21 +290,22 @@ def test_a_runner_killed_during_a_post_leaves_it_to_another(
     conn: psycopg.Connection,
     start_runner: StartRunner,
     tmp_path: Path,
+    answering: Callable[[Answer], Receiver],
 ) -> None:
-    for receiver in receiving(lambda n: (200, 20.0) if n == 0 else (200, 0.0)):
-        cfg = write_config(tmp_path, db, {"url": receiver.url})
-        first = start_runner("--config", cfg, env=FAST)
-        add_event(conn)
-        wait_until(lambda: len(receiver.received) == 1, 20, "the first POST")
-        first.kill()  # SIGKILL in the middle of the POST
-        [row] = deliveries(conn)
-        assert row["state"] == "retrying" and row["attempts"] == 1
-        start_runner("--config", cfg, env=FAST)
-        wait_until(delivered(conn, 1), 30, "delivered by the other runner")
-        a, b = receiver.received
-        assert b.at - a.at >= 10  # after the lease (12 s) of the killed runner
-        assert a.json["delivery_id"] == b.json["delivery_id"]
-        assert deliveries(conn)[0]["attempts"] == 2
+    receiver = answering(lambda n: (200, 20.0) if n == 0 else (200, 0.0))
+    cfg = write_config(tmp_path, db, {"url": receiver.url})
+    first = start_runner("--config", cfg, env=FAST)
+    add_event(conn)
+    wait_until(lambda: len(receiver.received) == 1, 20, "the first POST")
+    first.kill()  # SIGKILL in the middle of the POST
+    [row] = deliveries(conn)
+    assert row["state"] == "retrying" and row["attempts"] == 1
+    start_runner("--config", cfg, env=FAST)
+    wait_until(delivered(conn, 1), 30, "delivered by the other runner")
+    a, b = receiver.received
+    assert b.at - a.at >= 10  # after the lease (12 s) of the killed runner
+    assert a.json["delivery_id"] == b.json["delivery_id"]
+    assert deliveries(conn)[0]["attempts"] == 2
 
 
 def test_given_up_24_hours_after_the_event(
@@ -291,24 +313,23 @@ def test_given_up_24_hours_after_the_event(
     conn: psycopg.Connection,
     start_runner: StartRunner,
     tmp_path: Path,
+    answering: Callable[[Answer], Receiver],
 ) -> None:
-    for receiver in receiving(lambda n: (500, 0.0)):
-        cfg = write_config(tmp_path, db, {"url": receiver.url})
-        runner = start_runner("--config", cfg, env=FAST)
-        event_id = add_event(conn)
-        wait_until(attempted(conn, 1), 20, "a first attempt")
-        # the event is a day old now: its next failure is its last
-        conn.execute(
-            "UPDATE timers.events SET at = at - interval '24 hours' WHERE id = %s", [event_id]
-        )
-        wait_until(lambda: deliveries(conn)[0]["state"] == "undeliverable", 20, "given up")
-        [row] = deliveries(conn)
-        assert row["last_error"].startswith("HTTP 500") and row["last_status"] == 500
-        assert row["next_at"] is None and row["given_up_at"] is not None
-        attempts = len(receiver.received)
-        assert [ln for ln in runner.log().splitlines() if "event=delivery_given_up" in ln]
-        time.sleep(3)
-        assert len(receiver.received) == attempts  # no more tries
+    receiver = answering(lambda n: (500, 0.0))
+    cfg = write_config(tmp_path, db, {"url": receiver.url})
+    runner = start_runner("--config", cfg, env=FAST)
+    event_id = add_event(conn)
+    wait_until(attempted(conn, 1), 20, "a first attempt")
+    # the event is a day old now: its next failure is its last
+    conn.execute("UPDATE timers.events SET at = at - interval '24 hours' WHERE id = %s", [event_id])
+    wait_until(lambda: deliveries(conn)[0]["state"] == "undeliverable", 20, "given up")
+    [row] = deliveries(conn)
+    assert row["last_error"].startswith("HTTP 500") and row["last_status"] == 500
+    assert row["next_at"] is None and row["given_up_at"] is not None
+    attempts = len(receiver.received)
+    assert [ln for ln in runner.log().splitlines() if "event=delivery_given_up" in ln]
+    time.sleep(3)
+    assert len(receiver.received) == attempts  # no more tries
 
 
 def test_a_slow_receiver_times_out_at_10s_and_timers_fire_on_time(
@@ -316,34 +337,39 @@ def test_a_slow_receiver_times_out_at_10s_and_timers_fire_on_time(
     conn: psycopg.Connection,
     start_runner: StartRunner,
     tmp_path: Path,
+    answering: Callable[[Answer], Receiver],
 ) -> None:
-    for receiver in receiving(lambda n: (200, 30.0) if n == 0 else (200, 0.0)):
-        cfg = write_config(tmp_path, db, {"url": receiver.url})
-        start_runner("--config", cfg, env=FAST)
-        save(conn, "tick", "every 1s", "SELECT 1")
+    receiver = answering(lambda n: (200, 30.0) if n == 0 else (200, 0.0))
+    cfg = write_config(tmp_path, db, {"url": receiver.url})
+    start_runner("--config", cfg, env=FAST)
+    save(conn, "tick", "every 1s", "SELECT 1")
 
-        def late_ms(since: float, until: float) -> list[int]:
-            rows = conn.execute(
-                "SELECT late_ms FROM timers.runs WHERE timer = 'tick' AND started_at"
-                " BETWEEN to_timestamp(%s) AND to_timestamp(%s)",
-                [since, until],
-            ).fetchall()
-            return [int(r[0]) for r in rows]
+    def late_ms(since: float, until: float) -> list[int]:
+        rows = conn.execute(
+            "SELECT late_ms FROM timers.runs WHERE timer = 'tick' AND started_at"
+            " BETWEEN to_timestamp(%s) AND to_timestamp(%s)",
+            [since, until],
+        ).fetchall()
+        return [int(r[0]) for r in rows]
 
-        now = lambda: float(conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])  # type: ignore[index]  # noqa: E731
-        time.sleep(2)
-        start = now()
-        time.sleep(6)
-        baseline = late_ms(start, now())
-        add_event(conn)
-        wait_until(lambda: len(receiver.received) == 1, 10, "the slow POST")
-        slow_from = now()
-        wait_until(lambda: len(receiver.received) == 2, 20, "the POST again after 10 s")
-        during = late_ms(slow_from, now())
-        wait_until(delivered(conn, 1), 10, "delivered")
-        a, b = receiver.received
-        assert 10 <= b.at - a.at < 15  # cut off at 10 s, tried again 2 s later
-        [row] = deliveries(conn)
-        assert row["attempts"] == 2 and row["last_error"] == "no answer within 10s"
-        assert len(during) >= 9, during  # a run every second while the POST hung
-        assert max(during) <= max(baseline) + 250, (baseline, during)
+    def now() -> float:
+        row = conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()
+        assert row is not None
+        return float(row[0])
+
+    time.sleep(2)
+    start = now()
+    time.sleep(6)
+    baseline = late_ms(start, now())
+    add_event(conn)
+    wait_until(lambda: len(receiver.received) == 1, 10, "the slow POST")
+    slow_from = now()
+    wait_until(lambda: len(receiver.received) == 2, 20, "the POST again after 10 s")
+    during = late_ms(slow_from, now())
+    wait_until(delivered(conn, 1), 10, "delivered")
+    a, b = receiver.received
+    assert 10 <= b.at - a.at < 15  # cut off at 10 s, tried again 2 s later
+    [row] = deliveries(conn)
+    assert row["attempts"] == 2 and row["last_error"] == "no answer within 10s"
+    assert len(during) >= 9, during  # a run every second while the POST hung
+    assert max(during) <= max(baseline) + 250, (baseline, during)
