@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import json
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -373,3 +374,36 @@ def test_a_slow_receiver_times_out_at_10s_and_timers_fire_on_time(
     assert row["attempts"] == 2 and row["last_error"] == "no answer within 10s"
     assert len(during) >= 9, during  # a run every second while the POST hung
     assert max(during) <= max(baseline) + 250, (baseline, during)
+
+
+def test_the_monitor_lists_what_was_not_delivered(
+    db: Database,
+    conn: psycopg.Connection,
+    start_runner: StartRunner,
+    tmp_path: Path,
+    answering: Callable[[Answer], Receiver],
+) -> None:
+    receiver = answering(lambda n: (503, 0.0))
+    cfg = write_config(tmp_path, db, {"url": receiver.url})
+    runner = start_runner("--config", cfg, "--http", "127.0.0.1:0", "--http-anonymous", env=FAST)
+    event_id = add_event(conn, "paused", "nightly_totals")
+    wait_until(attempted(conn, 1), 20, "a first attempt")
+    conn.execute("UPDATE timers.events SET at = at - interval '1 day' WHERE id = %s", [event_id])
+    wait_until(lambda: deliveries(conn)[0]["state"] == "undeliverable", 20, "given up")
+    runner.wait_for("event=http_serving")
+    url = next(
+        ln.split("url=")[1].split()[0]
+        for ln in runner.log().splitlines()
+        if "event=http_serving" in ln
+    )
+    with urllib.request.urlopen(f"{url}/api/stats", timeout=10) as answer:
+        stats = json.load(answer)
+    [given_up] = stats["undeliverable"]
+    assert (given_up["database"], given_up["event"], given_up["timer"]) == (
+        db.name,
+        "paused",
+        "nightly_totals",
+    )
+    assert given_up["last_error"].startswith("HTTP 503") and given_up["target"].startswith(
+        "http://127.0.0.1:"
+    )
