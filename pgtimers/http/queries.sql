@@ -67,6 +67,17 @@ SELECT coalesce(json_agg(x ORDER BY x.trouble = '', x.last_ok IS NOT DISTINCT FR
           FROM timers.status s
           LEFT JOIN timers.trouble t ON t.name = s.name) x
 
+-- name: undeliverable
+-- GET /api/stats: the webhook deliveries given up (timers.deliveries), newest first, the
+-- last 20 of the retention.
+SELECT coalesce(json_agg(x), '[]'::json)::text
+  FROM (SELECT d.event_id, d.event, d.timer, d.due_at, d.target, d.delivery_id, d.attempts,
+               d.given_up_at, d.last_status, d.last_error
+          FROM timers.deliveries d
+         WHERE d.state = 'undeliverable'
+         ORDER BY d.given_up_at DESC, d.event_id DESC
+         LIMIT 20) x
+
 -- name: live_runners
 -- How many runners serve this database now (their liveness lock, see 0005_runner.sql).
 SELECT timers._live_runners()
