@@ -67,7 +67,7 @@ def test_stats_trouble_first_across_databases(two: Client, db: Database, db2: Da
     resp = two.get("/api/stats")
     assert resp.status == 200
     body = resp.json()
-    assert list(body) == ["now_ms", "timers", "databases"]
+    assert list(body) == ["now_ms", "timers", "undeliverable", "databases"]
     order = [(t["database"], t["name"]) for t in body["timers"]]
     assert order == [
         (db2.name, "delta"),  # failed last, 3 failures in 24 h
