@@ -111,6 +111,10 @@ function renderCharts(d) {
     ? `${runs.length} runs (${failed} failed) and ${skips} skipped in the last ${span}` + (d.points_cut ? " (the newest 5000 shown)" : "")
     : `no runs in the last ${span}`;
   $("#timer-legend").hidden = !pts.length;
+  if (d.timer.history === "failures") {
+    // no row is kept of a run that went well: the points are failures, skips and retries
+    box.appendChild(el("p", "This timer keeps failures only (history => 'failures'): runs that went well are counted, not drawn.", "hint")).id = "charts-failures-only";
+  }
   if (!pts.length) return;
   box.appendChild(scatterChart("late", pts, x0, x1, d.zone, (p) => p[2], "lateness per run (start − due)"));
   box.appendChild(scatterChart("took", pts, x0, x1, d.zone, (p) => p[3], "duration per run"));
