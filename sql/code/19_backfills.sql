@@ -241,6 +241,7 @@ DECLARE
     v_due timestamptz;
     v_next timestamptz;
     v_done boolean;
+    v_run bigint;
 BEGIN
     SELECT * INTO b FROM timers.backfill_jobs x WHERE x.id = p_id AND x.state = 'running'
        FOR UPDATE SKIP LOCKED;
@@ -270,12 +271,15 @@ BEGIN
      WHERE id = b.id
     RETURNING * INTO b;
     INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, late_ms, ok,
-                             error, rows, runner, attempt, backfill_id)
+                             error, rows, runner, attempt, backfill_id, messages)
     VALUES (t.id, t.name, 'backfill', v_due, (r->>'started_at')::timestamptz,
-            (r->>'took_ms')::bigint, 0, v_ok, r->>'error', (r->>'rows')::bigint, p_runner, 1, b.id);
+            (r->>'took_ms')::bigint, 0, v_ok, r->>'error', (r->>'rows')::bigint, p_runner, 1, b.id,
+            coalesce(r->>'messages', ''))
+    RETURNING id INTO v_run;
     IF NOT v_ok THEN
         PERFORM timers._event('failed', t.name, v_due, 1, r->>'error', r->>'sqlstate',
-                              jsonb_build_object('kind', 'backfill', 'backfill', b.id));
+                              jsonb_build_object('kind', 'backfill', 'backfill', b.id), v_run,
+                              coalesce(r->>'messages', ''));
     END IF;
     IF v_done THEN
         PERFORM timers._backfill_ended(b);
