@@ -204,8 +204,9 @@ class OwnerSessions:
         attempt: Attempt,
         began: Callable[[int, str], Awaitable[Any]],
         deadline: float,
-        said: Said,
+        said: Said | None = None,
     ) -> Outcome:
+        said = said if said is not None else Said()  # the session's notices go there (_run)
         try:
             cur = await conn.execute(query("whoami"))
             login, _role, pid = await cur.fetchone() or ("", "", 0)
