@@ -130,7 +130,7 @@ def add_parser(subparsers: Subparsers) -> None:
         "--config",
         metavar="FILE",
         help="TOML file with workers, max_connections, dsn, all_databases, timezone, http,"
-        " owner_dsns",
+        " owner_dsns, and [[notify]] webhook sections (docs/operations.md, Getting told)",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="also log every run that went well")
     p.set_defaults(func=main)
@@ -171,6 +171,7 @@ def main(args: argparse.Namespace) -> int:
         max_connections=config.max_connections,
         max_connections_from=config.max_connections_from,
         owner_dsns=dict(config.owner_dsns),
+        notify=config.notify,
     )
     log.event(
         logging.INFO,
@@ -182,6 +183,7 @@ def main(args: argparse.Namespace) -> int:
         max_connections_from=config.max_connections_from,
         databases=len(dsns),
         all_databases=config.all_databases or None,
+        notify=len(config.notify) or None,
     )
     return asyncio.run(_run(options, config.http, http_settings))
 
@@ -229,6 +231,7 @@ async def _run(
             print(f"pgtimers run: {exc}", file=sys.stderr)
             return ExitCode.BAD_INPUT
         _say_http(server, http_settings)
+        runner.options.console = server.public_url
     try:
         await runner.run()
     finally:

@@ -12,6 +12,7 @@ from typing import Any
 from pgtimers.cli.dsn import given_dsns
 from pgtimers.http.settings import CONFIG_KEYS as HTTP_CONFIG_KEYS
 from pgtimers.runner.budget import MIN_CAP
+from pgtimers.runner.notify_config import NotifyConfigError, NotifyTarget, parse_sections
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,6 +32,7 @@ CONFIG_KEYS = (
     "timezone",
     "http",
     "owner_dsns",
+    "notify",
     *HTTP_CONFIG_KEYS,
 )
 
@@ -55,6 +57,8 @@ class RunConfig:
     http: str | None = None
     # the DSN of each timer owner's login, for autonomous timers (--owner-dsn)
     owner_dsns: Mapping[str, str] = field(default_factory=dict)
+    # the webhook targets of the [[notify]] sections
+    notify: tuple[NotifyTarget, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -121,6 +125,11 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         )
     if "all_databases" in data and not isinstance(data["all_databases"], bool):
         raise ConfigError(f"--config {file}: key 'all_databases' must be true or false")
+    if "notify" in data:
+        try:
+            data["notify"] = parse_sections(data["notify"], str(file))
+        except NotifyConfigError as exc:
+            raise ConfigError(str(exc)) from None
     return data
 
 
@@ -166,6 +175,7 @@ def resolve(
         http=http or data.get("http"),
         # a flag's owner wins over the config file's
         owner_dsns={**data.get("owner_dsns", {}), **parse_owner_dsns(owner_dsns or [])},
+        notify=data.get("notify", ()),
         extra={k: data[k] for k in HTTP_CONFIG_KEYS if k in data},
     )
 

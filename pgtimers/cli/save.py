@@ -24,6 +24,7 @@ examples:
   pgtimers save billing 'every 1m' 'CALL bill()' --priority 50
   pgtimers save report 'daily 06:00' 'CALL report()' --catch-up-window '2 hours'
   pgtimers save vacuum_events 'daily 03:00' 'VACUUM (ANALYZE) events' --autonomous
+  pgtimers save totals 'every 1s' 'CALL add_totals()' --deadline '30 seconds' --history failures
 """
 
 
@@ -38,6 +39,7 @@ def cmd_save(conn: psycopg.Connection, args: argparse.Namespace) -> int:
             ("--retry-delay", args.retry_delay, "interval"),
             ("--jitter", args.jitter, "interval"),
             ("--catch-up-window", args.catch_up_window, "interval"),
+            ("--deadline", args.deadline, "interval"),
         ],
     )
     if bad:
@@ -62,6 +64,8 @@ def cmd_save(conn: psycopg.Connection, args: argparse.Namespace) -> int:
         "priority": args.priority,
         "catch_up_window": args.catch_up_window,
         "autonomous": args.autonomous,
+        "deadline": args.deadline,
+        "history": args.history,
     }
     row = conn.execute(_q("save_timer"), params).fetchone()
     print(json.dumps(None if row is None else row[0], indent=2, default=str))
@@ -104,6 +108,18 @@ def add_parser(sub: Subparsers) -> None:
         action="store_true",
         help="run the SQL as its owner, statement by statement, outside one transaction"
         " (VACUUM, CREATE INDEX CONCURRENTLY, procedures that COMMIT)",
+    )
+    told = p.add_argument_group("telling a person (docs/running.md)")
+    told.add_argument(
+        "--deadline",
+        metavar="INTERVAL",
+        help="a due time with no successful commit this long after it was due raises one"
+        " deadline_missed event (up to 1 year; default none)",
+    )
+    told.add_argument(
+        "--history",
+        choices=["all", "failures"],
+        help="which runs keep a timers.runs row: all (the default) or failures only",
     )
     policies = p.add_argument_group("run policies (docs/running.md)")
     policies.add_argument(

@@ -10,4 +10,5 @@ SELECT row_to_json(s) FROM timers.save(
     retry_delay => coalesce(%(retry_delay)s::interval, interval '30 seconds'),
     pause_after => %(pause_after)s::integer, jitter => %(jitter)s::interval,
     priority => coalesce(%(priority)s::integer, 0),
-    catch_up_window => %(catch_up_window)s::interval, autonomous => %(autonomous)s) s;
+    catch_up_window => %(catch_up_window)s::interval, autonomous => %(autonomous)s,
+    deadline => %(deadline)s::interval, history => coalesce(%(history)s, 'all')) s;

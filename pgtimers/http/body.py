@@ -36,6 +36,8 @@ SAVE_KEYS: dict[str, tuple[str, bool]] = {
     "priority": ("int32", False),
     "catch_up_window": ("interval", False),
     "autonomous": ("bool", False),
+    "deadline": ("interval", False),
+    "history": ("str", False),
 }
 ENABLE_KEYS: dict[str, tuple[str, bool]] = {"enabled": ("bool", False)}
 KEEP_KEYS: dict[str, tuple[str, bool]] = {

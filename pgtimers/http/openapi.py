@@ -282,6 +282,8 @@ def document() -> dict[str, Any]:
                                 ]
                             },
                         },
+                        # webhook deliveries given up (view timers.deliveries)
+                        "undeliverable": {"type": "array", "items": {"type": "object"}},
                         "databases": {"type": "array", "items": {"type": "object"}},
                     },
                 },

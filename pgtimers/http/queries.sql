@@ -25,7 +25,8 @@ SELECT row_to_json(timers.save(
            retry_delay => coalesce($14::text::interval, interval '30 seconds'),
            pause_after => $15::integer, jitter => $16::text::interval,
            priority => coalesce($17::integer, 0), catch_up_window => $18::text::interval,
-           autonomous => coalesce($19::boolean, false)))::text
+           autonomous => coalesce($19::boolean, false), deadline => $20::text::interval,
+           history => coalesce($21::text, 'all')))::text
 
 -- name: cast_time
 -- A body's time alone, to name the key of one PostgreSQL cannot read (values.py).
@@ -44,6 +45,19 @@ SELECT timers.delete($1::text)::text
 -- Waits up to 60 s inside the procedure; it commits, so never inside a transaction.
 CALL timers.run($1::text, NULL)
 
+-- name: deadline_check
+-- Tell the deadlines that have passed with no outcome (timers._deadline_check): a look
+-- of the console or of GET /metrics tells them while no runner serves the database
+-- (a reader's look leaves them to the runners and administrators).
+-- (a DO block: a reader's plan of a call it may not make would fail, even if not taken)
+DO $$
+BEGIN
+    IF pg_catalog.has_function_privilege('timers._deadline_check()', 'EXECUTE') THEN
+        PERFORM timers._deadline_check();
+    END IF;
+END
+$$
+
 -- name: stats_timers
 -- GET /api/stats: every timer with why it needs a look ('' when it does not),
 -- in the order of timers.trouble (failed last, failures in 24 h, late), then by name.
@@ -53,15 +67,44 @@ SELECT coalesce(json_agg(x ORDER BY x.trouble = '', x.last_ok IS NOT DISTINCT FR
           FROM timers.status s
           LEFT JOIN timers.trouble t ON t.name = s.name) x
 
+-- name: undeliverable
+-- GET /api/stats: the webhook deliveries given up (timers.deliveries), newest first, the
+-- last 20 of the retention.
+SELECT coalesce(json_agg(x), '[]'::json)::text
+  FROM (SELECT d.event_id, d.event, d.timer, d.due_at, d.target, d.delivery_id, d.attempts,
+               d.given_up_at, d.last_status, d.last_error
+          FROM timers.deliveries d
+         WHERE d.state = 'undeliverable'
+         ORDER BY d.given_up_at DESC, d.event_id DESC
+         LIMIT 20) x
+
 -- name: live_runners
 -- How many runners serve this database now (their liveness lock, see 0005_runner.sql).
 SELECT timers._live_runners()
 
 -- name: metrics_timers
 SELECT s.name, s.runs, s.failures, s.failures_24h, s.skipped, s.last_late_ms, s.max_late_ms,
-       s.last_ok, s.running, s.enabled, s.paused_ms
+       s.last_ok, s.running, s.enabled, s.paused_ms, s.deadline_missed, s.last_success_ms
   FROM timers.status s
  ORDER BY lower(s.name)
+
+-- name: metrics_database
+-- GET /metrics: the run histograms summed over the database's timers (counts per bucket,
+-- bounds in ms) and the events not yet delivered, by state.
+SELECT timers._duration_buckets() AS duration_bounds_ms,
+       (SELECT array_agg((SELECT coalesce(sum(m.took_counts[i]), 0) FROM timers.metrics m)::bigint
+                         ORDER BY i)
+          FROM generate_series(1, cardinality(timers._duration_buckets()) + 1) i) AS took_counts,
+       (SELECT coalesce(sum(m.took_sum_ms), 0)::bigint FROM timers.metrics m) AS took_sum_ms,
+       timers._lateness_buckets() AS lateness_bounds_ms,
+       (SELECT array_agg((SELECT coalesce(sum(m.late_counts[i]), 0) FROM timers.metrics m)::bigint
+                         ORDER BY i)
+          FROM generate_series(1, cardinality(timers._lateness_buckets()) + 1) i) AS late_counts,
+       (SELECT coalesce(sum(m.late_sum_ms), 0)::bigint FROM timers.metrics m) AS late_sum_ms,
+       (SELECT u.events FROM timers.events_undelivered u WHERE u.state = 'pending')
+           AS events_pending,
+       (SELECT u.events FROM timers.events_undelivered u WHERE u.state = 'undeliverable')
+           AS events_undeliverable
 
 -- name: partitioned_tables
 -- The range-partitioned tables of this database the caller can see, for "Keep data for...".

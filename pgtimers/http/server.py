@@ -53,9 +53,14 @@ GUARD = web.AppKey("guard", HeadGuard)
 def console_link(host: str, port: int, token: str) -> str:
     """`http://HOST:PORT/?token=…`; a wildcard listening address (0.0.0.0, ::) is shown
     as the loopback one, which it serves too."""
+    return f"{_shown(host, port)}/?{urlencode({'token': token})}"
+
+
+def _shown(host: str, port: int) -> str:
+    """`http://HOST:PORT` with a wildcard address as the loopback one."""
     shown = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
     shown = f"[{shown}]" if ":" in shown else shown
-    return f"http://{shown}:{port}/?{urlencode({'token': token})}"
+    return f"http://{shown}:{port}"
 
 
 class HttpServer:
@@ -80,6 +85,12 @@ class HttpServer:
         """Where it listens, as http://HOST:PORT."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
+
+    @property
+    def public_url(self) -> str:
+        """Where a person opens it, as http://HOST:PORT (a wildcard address shown as the
+        loopback one): the base of the links in webhook events."""
+        return _shown(self.host, self.port)
 
     def console_url(self, token: str) -> str:
         """The console's address with `?token=`, for a person to open."""

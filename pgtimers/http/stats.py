@@ -89,18 +89,29 @@ def _trouble_first(timer: dict[str, Any]) -> tuple[Any, ...]:
 
 
 async def stats(request: web.Request) -> web.Response:
-    """{"now_ms", "timers": [status row + "trouble", ...], "databases": [...]}."""
+    """{"now_ms", "timers": [status row + "trouble", ...], "undeliverable": [...],
+    "databases": [...]}."""
 
     async def read(pool: asyncpg.Pool) -> list[dict[str, Any]]:
+        await pool.execute(query("deadline_check"))
         rows: list[dict[str, Any]] = json.loads(await pool.fetchval(query("stats_timers")))
         return rows
 
+    async def read_undeliverable(pool: asyncpg.Pool) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = json.loads(await pool.fetchval(query("undeliverable")))
+        return rows
+
     reads = await read_all(request, read)
+    given_up = await read_all(request, read_undeliverable)
     timers = [t for r in reads if r.readable for t in r.value]
     timers.sort(key=_trouble_first)
     body = {
         "now_ms": int(time.time() * 1000),
         "timers": timers,
+        # webhook deliveries given up, of each database the caller may read
+        "undeliverable": [
+            {"database": r.name, **d} for r in given_up if r.readable for d in r.value
+        ],
         "databases": [
             {
                 "name": r.name,

@@ -67,6 +67,13 @@ TIMER_FIELDS: dict[str, dict[str, Any]] = {
         BOOL,
         description="its SQL runs as its owner, statement by statement, outside one transaction",
     ),
+    "deadline": nullable(SPAN),
+    "deadline_missed_ms": dict(
+        INT, description="when a due time last missed its deadline; 0: never"
+    ),
+    "deadline_missed": dict(INT, description="due times that missed their deadline"),
+    "history": {"type": "string", "enum": ["all", "failures"]},
+    "last_success_ms": dict(INT, description="when a run last committed successfully; 0: never"),
 }
 
 TIME = {"oneOf": [{"type": "string"}, INT], "nullable": True}
@@ -149,6 +156,18 @@ SAVE_BODY = {
             "description": "true: the SQL runs in a session of the owner's own login, statement "
             "by statement, outside any transaction block (VACUUM, CREATE INDEX CONCURRENTLY, "
             "procedures that COMMIT); null: false",
+        },
+        "deadline": _interval(
+            "more than 0, at most 1 year: a due time with no successful commit this long "
+            "after it was due raises one deadline_missed event; null: none"
+        ),
+        "history": {
+            "type": "string",
+            "enum": ["all", "failures"],
+            "default": "all",
+            "nullable": True,
+            "description": "which runs keep a timers.runs row: all, or failures (failures, "
+            "skips and retries only; the counters still count every run); null: all",
         },
     },
 }

@@ -101,6 +101,7 @@ HISTORY = {"type": "object", "required": list(HISTORY_FIELDS), "properties": HIS
 async def list_timers(request: web.Request) -> web.Response:
     """GET /api/timers: timers.status as the caller sees it."""
     pool = await caller_pool(request)
+    await pool.execute(_sql("deadline_check"))
     return json_response(await pool.fetchval(_sql("list_timers")))
 
 

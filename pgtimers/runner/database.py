@@ -30,6 +30,7 @@ from pgtimers.runner.connect import (
     database_name,
 )
 from pgtimers.runner.control import prune, set_timezone, wait_for_primary
+from pgtimers.runner.delivery import Deliveries, stop_quietly
 from pgtimers.runner.held import Held
 from pgtimers.runner.lost import LostRuns
 from pgtimers.runner.parking import Parking
@@ -119,6 +120,16 @@ class DatabaseRunner(WorkerPool, Parking):
         self._checked = False  # the session check (no transaction pooling) passed
         self._zone_set = False
         self._pruned_at = -PRUNE_EVERY
+        # the webhook deliveries of its events, when the config has [[notify]] sections
+        self.deliveries: Deliveries | None = None
+        if serving.notify:
+            self.deliveries = Deliveries(
+                serving,
+                lambda: self.database,
+                lambda: self.trusted and (self.serving or self.parked),
+                self._stops(),
+                self._alive,
+            )
 
     def wedged(self, now: float, after: float) -> bool:
         """Whether the control loop showed no life for `after` seconds, or a worker's round
@@ -158,6 +169,8 @@ class DatabaseRunner(WorkerPool, Parking):
             for i, w in enumerate(workers)
         ]
         self.s.budget.on_wanted(self._slot_wanted)
+        # its own task: a POST never holds up a fire
+        delivering = asyncio.create_task(self.deliveries.run()) if self.deliveries else None
         try:
             await self._control_forever()
             await self.leave_parked()
@@ -167,7 +180,7 @@ class DatabaseRunner(WorkerPool, Parking):
                 self._leaving = True
                 self._leave.set()
                 self._work.notify_all()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*tasks, stop_quietly(delivering), return_exceptions=True)
 
     async def _control_forever(self) -> None:
         backoff = Backoff()
@@ -303,6 +316,8 @@ class DatabaseRunner(WorkerPool, Parking):
                 self._zone_set = True
             await self._register(control)
             await control.add_listener("pgtimers", self._on_notify)
+            if self.deliveries is not None:
+                await control.add_listener("pgtimers_events", self._on_event)
             if time.monotonic() - self._pruned_at >= PRUNE_EVERY:
                 await prune(control, self.database)
                 self._pruned_at = time.monotonic()
@@ -347,6 +362,10 @@ class DatabaseRunner(WorkerPool, Parking):
         )
 
     # --------------------------------------------------------------- control
+    def _on_event(self, *_: Any) -> None:
+        if self.deliveries is not None:
+            self.deliveries.wake.set()
+
     def _on_notify(self, *_: Any) -> None:
         self._notified = True
         self._recheck.set()

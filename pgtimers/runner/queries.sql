@@ -167,3 +167,20 @@ SELECT timers._autonomous_began($1, $2, $3)
 -- An autonomous run ended: its outcome ({ok, error, sqlstate, rows}) recorded as an
 -- attempt of its kind (NULL: recorded already, as interrupted, or its timer is gone).
 SELECT timers._autonomous_finish($1, $2::jsonb, $3)
+
+-- name: deliveries_enqueue
+-- The delivery rows of a webhook target for the new events of the outbox (NULL: another
+-- runner is doing it now). $1 target, $2 events (NULL: all), $3 timer glob, $4 runner.
+SELECT timers._deliveries_enqueue($1, $2::text[], $3, $4)
+
+-- name: deliveries_claim
+-- Deliveries of these targets to POST now, leased to this runner; committed before the
+-- POSTs. $3: how many at most, $4: the lease in seconds.
+SELECT * FROM timers._deliveries_claim($1::text[], $2, $3, make_interval(secs => $4::float8))
+
+-- name: delivery_done
+SELECT timers._delivery_done($1, $2, $3, $4)
+
+-- name: delivery_failed
+-- ('retrying' | 'undeliverable' | NULL when no longer this runner's, next try)
+SELECT state, next_at FROM timers._delivery_failed($1, $2, $3, $4, $5)

@@ -22,6 +22,7 @@ from pgtimers.runner.budget import ConnectionBudget
 from pgtimers.runner.connect import connect_kwargs
 from pgtimers.runner.database import DatabaseRunner
 from pgtimers.runner.discovery import installed_databases
+from pgtimers.runner.notify_config import NotifyTarget
 from pgtimers.runner.serving import Serving
 
 # --all-databases: a database installed later is served within a minute
@@ -49,6 +50,10 @@ class RunnerOptions:
     max_connections_from: str = "default"
     # the DSN of each timer owner's login, for autonomous timers (--owner-dsn)
     owner_dsns: dict[str, str] = field(default_factory=dict)
+    # the webhook targets of the config's [[notify]] sections
+    notify: tuple[NotifyTarget, ...] = ()
+    # the console's address (http://HOST:PORT) once --http serves it, for event links
+    console: str | None = None
     runner_id: str = field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     )
@@ -203,6 +208,8 @@ class Runner:
             leave_when_not_installed=leave_when_not_installed,
             budget=self.budget(dsn),
             owner_dsns=self.options.owner_dsns,
+            notify=self.options.notify,
+            console=lambda: self.options.console,
         )
         db = DatabaseRunner(serving, self.stopping)
         self.serving[dsn] = db

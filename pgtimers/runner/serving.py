@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from pgtimers.runner.budget import ConnectionBudget
+from pgtimers.runner.notify_config import NotifyTarget
 
 LOOK_EVERY = 1.0  # seconds: the runner looks at least this often
 # Reconnecting: at once, then after 0.25 s, then every 0.5 s, so that a runner serves
@@ -30,6 +31,10 @@ class Serving:
     budget: ConnectionBudget = field(default_factory=ConnectionBudget)
     # the DSNs of timer owners' logins for autonomous runs (--owner-dsn), by owner
     owner_dsns: Mapping[str, str] = field(default_factory=dict)
+    # the webhook targets ([[notify]]), and the console's address (with --http) for the
+    # links in their events
+    notify: tuple[NotifyTarget, ...] = ()
+    console: Callable[[], str | None] = lambda: None
 
 
 class Backoff:

@@ -53,13 +53,15 @@ GRANT SELECT, DELETE ON timers.backfill_jobs TO pgtimers_runner;
 GRANT UPDATE (done, failed, state, next_at, ended_at, note)
     ON timers.backfill_jobs TO pgtimers_runner;
 GRANT SELECT ON timers.events TO pgtimers_reader;
-GRANT SELECT, INSERT ON timers.events TO pgtimers_runner;
+GRANT SELECT, INSERT, DELETE ON timers.events TO pgtimers_runner;
 -- (the runner adds what a run said, which reaches it after the run's commit)
 GRANT UPDATE (messages)
     ON timers.events TO pgtimers_runner;
 GRANT UPDATE (messages)
     ON timers.runs TO pgtimers_runner;
-GRANT SELECT, INSERT, UPDATE ON timers.notify_cursors TO pgtimers_runner;
+GRANT SELECT, INSERT ON timers.notify_cursors TO pgtimers_runner;
+GRANT UPDATE (last_event_id, seen_at)
+    ON timers.notify_cursors TO pgtimers_runner;
 GRANT SELECT, INSERT ON timers.event_deliveries TO pgtimers_runner;
 GRANT UPDATE (attempts, next_at, leased_until, leased_by, delivered_at, given_up_at, last_status, last_error)
     ON timers.event_deliveries TO pgtimers_runner;

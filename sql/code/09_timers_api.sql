@@ -140,6 +140,20 @@ BEGIN
 END
 $$;
 
+-- Check a history option of timers.save: 'all' (every run keeps a timers.runs row) or
+-- 'failures' (a run that went well keeps none).
+CREATE OR REPLACE FUNCTION timers._check_history(p_history text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF p_history IS NULL OR p_history NOT IN ('all', 'failures') THEN
+        RAISE EXCEPTION 'bad history %: use ''all'' (the default: every run keeps its row in timers.runs) or ''failures'' (failures, skips and retries only)',
+            timers._quoted(p_history) USING ERRCODE = '22023';
+    END IF;
+END
+$$;
+
 -- A jitter must stay below the time between the timer's due times, else a due time's
 -- run could come after the next one: checked on its next two due times from p_now.
 CREATE OR REPLACE FUNCTION timers._check_jitter(p_jitter interval, t timers.timers, p_now timestamptz)
@@ -182,7 +196,7 @@ $$;
 -- A timer's definition from jsonb: name, schedule and sql, and the options of
 -- timers.save (enabled, timezone, catch_up, start_at, end_at, max_runs, timeout,
 -- locked, test_clock, retries, retry_delay, pause_after, jitter, priority,
--- catch_up_window, autonomous); 22023
+-- catch_up_window, autonomous, deadline, history); 22023
 -- naming an unknown key or a value of the wrong type. A JSON null is the default,
 -- except for enabled, locked and autonomous (22004).
 CREATE OR REPLACE FUNCTION timers._timer_args(
@@ -191,7 +205,7 @@ CREATE OR REPLACE FUNCTION timers._timer_args(
     OUT catch_up text, OUT start_at timestamptz, OUT end_at timestamptz, OUT max_runs bigint,
     OUT timeout interval, OUT locked boolean, OUT test_clock text, OUT retries integer,
     OUT retry_delay interval, OUT pause_after integer, OUT jitter interval, OUT priority integer,
-    OUT catch_up_window interval, OUT autonomous boolean)
+    OUT catch_up_window interval, OUT autonomous boolean, OUT deadline interval, OUT history text)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -199,7 +213,7 @@ DECLARE
     c_keys constant text[] := ARRAY['name', 'schedule', 'sql', 'enabled', 'timezone', 'catch_up',
                                     'start_at', 'end_at', 'max_runs', 'timeout', 'locked', 'test_clock',
                                     'retries', 'retry_delay', 'pause_after', 'jitter', 'priority',
-                                    'catch_up_window', 'autonomous'];
+                                    'catch_up_window', 'autonomous', 'deadline', 'history'];
     v_key text;
     v_value text;
 BEGIN
@@ -223,6 +237,7 @@ BEGIN
     timezone := p_timer->>'timezone';
     catch_up := p_timer->>'catch_up';
     test_clock := p_timer->>'test_clock';
+    history := coalesce(p_timer->>'history', 'all');
     -- All casts in one block (one subtransaction, not one per option); only a bad
     -- value pays for finding which option it is.
     BEGIN
@@ -239,17 +254,18 @@ BEGIN
         priority := coalesce((p_timer->>'priority')::integer, 0);
         catch_up_window := (p_timer->>'catch_up_window')::interval;
         autonomous := coalesce((p_timer->>'autonomous')::boolean, false);
+        deadline := (p_timer->>'deadline')::interval;
     EXCEPTION WHEN data_exception THEN
         FOREACH v_key IN ARRAY ARRAY['enabled', 'locked', 'start_at', 'end_at', 'max_runs', 'timeout',
                                      'retries', 'retry_delay', 'pause_after', 'jitter', 'priority',
-                                     'catch_up_window', 'autonomous'] LOOP
+                                     'catch_up_window', 'autonomous', 'deadline'] LOOP
             v_value := p_timer->>v_key;
             BEGIN
                 CASE v_key
                 WHEN 'enabled', 'locked', 'autonomous' THEN PERFORM v_value::boolean;
                 WHEN 'start_at', 'end_at' THEN PERFORM v_value::timestamptz;
                 WHEN 'max_runs' THEN PERFORM v_value::bigint;
-                WHEN 'timeout', 'retry_delay', 'jitter', 'catch_up_window' THEN PERFORM v_value::interval;
+                WHEN 'timeout', 'retry_delay', 'jitter', 'catch_up_window', 'deadline' THEN PERFORM v_value::interval;
                 WHEN 'retries', 'pause_after', 'priority' THEN PERFORM v_value::integer;
                 END CASE;
             EXCEPTION WHEN data_exception THEN
@@ -294,6 +310,8 @@ BEGIN
     PERFORM timers._check_options(a.catch_up, a.start_at, a.end_at, a.max_runs, a.timeout, a.test_clock,
                                   a.catch_up_window);
     PERFORM timers._check_policies(a.retries, a.retry_delay, a.pause_after, a.jitter, a.priority);
+    PERFORM timers._check_deadline(a.deadline);
+    PERFORM timers._check_history(a.history);
     IF a.autonomous AND a.test_clock IS NOT NULL THEN
         RAISE EXCEPTION 'a timer cannot be both autonomous and on test clock %: a test clock''s timers run inside the transaction that advances it',
             timers._quoted(a.test_clock)
@@ -331,11 +349,12 @@ BEGIN
     INSERT INTO timers.timers AS t (name, schedule, spec, sql, enabled, timezone, catch_up, start_at,
                                     end_at, max_runs, timeout, locked, test_clock, owner, executor, zone,
                                     next_due_at, expired, retries, retry_delay, pause_after, jitter,
-                                    priority, catch_up_window, origin_at, autonomous)
+                                    priority, catch_up_window, origin_at, autonomous, deadline, history)
     VALUES (a.name, v_spec->>'schedule', v_spec, a.sql, a.enabled, v_zone, a.catch_up, a.start_at,
             a.end_at, a.max_runs, a.timeout, a.locked, a.test_clock, p_owner, p_executor,
             v_row.zone, v_next, v_next IS NULL AND a.enabled, a.retries, a.retry_delay, a.pause_after,
-            nullif(a.jitter, interval '0'), a.priority, a.catch_up_window, v_now, a.autonomous)
+            nullif(a.jitter, interval '0'), a.priority, a.catch_up_window, v_now, a.autonomous,
+            a.deadline, a.history)
     ON CONFLICT ((lower(name))) DO UPDATE
         SET name = EXCLUDED.name, schedule = EXCLUDED.schedule, spec = EXCLUDED.spec,
             sql = EXCLUDED.sql, enabled = EXCLUDED.enabled, timezone = EXCLUDED.timezone,
@@ -347,6 +366,9 @@ BEGIN
             retries = EXCLUDED.retries, retry_delay = EXCLUDED.retry_delay,
             pause_after = EXCLUDED.pause_after, jitter = EXCLUDED.jitter, priority = EXCLUDED.priority,
             catch_up_window = EXCLUDED.catch_up_window, autonomous = EXCLUDED.autonomous,
+            deadline = EXCLUDED.deadline, history = EXCLUDED.history,
+            -- the new definition's due times are its own: none of them is settled yet
+            deadline_due_at = NULL,
             -- the timer keeps its origin, unless it moves to another clock
             origin_at = CASE WHEN t.test_clock IS NOT DISTINCT FROM EXCLUDED.test_clock
                              THEN t.origin_at ELSE EXCLUDED.origin_at END,
@@ -365,7 +387,8 @@ BEGIN
         'end_at', a.end_at, 'max_runs', a.max_runs, 'timeout', a.timeout, 'locked', a.locked,
         'test_clock', a.test_clock, 'retries', a.retries, 'retry_delay', a.retry_delay,
         'pause_after', a.pause_after, 'jitter', nullif(a.jitter, interval '0'), 'priority', a.priority,
-        'catch_up_window', a.catch_up_window, 'autonomous', a.autonomous));
+        'catch_up_window', a.catch_up_window, 'autonomous', a.autonomous, 'deadline', a.deadline,
+        'history', a.history));
     RETURN v_row.name;
 END
 $$;
@@ -435,7 +458,7 @@ CREATE OR REPLACE FUNCTION timers.save(
     timeout interval DEFAULT NULL, locked boolean DEFAULT false, test_clock text DEFAULT NULL,
     retries integer DEFAULT 0, retry_delay interval DEFAULT '30 seconds', pause_after integer DEFAULT NULL,
     jitter interval DEFAULT NULL, priority integer DEFAULT 0, catch_up_window interval DEFAULT NULL,
-    autonomous boolean DEFAULT false)
+    autonomous boolean DEFAULT false, deadline interval DEFAULT NULL, history text DEFAULT 'all')
     RETURNS timers.status
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -463,7 +486,8 @@ BEGIN
         'locked', save.locked, 'test_clock', save.test_clock, 'retries', save.retries,
         'retry_delay', save.retry_delay, 'pause_after', save.pause_after, 'jitter', save.jitter,
         'priority', save.priority, 'catch_up_window', save.catch_up_window,
-        'autonomous', save.autonomous)))[1]);
+        'autonomous', save.autonomous, 'deadline', save.deadline,
+        'history', coalesce(save.history, 'all'))))[1]);
 EXCEPTION WHEN OTHERS THEN
     -- the refusal as this call's own: one line, without the CONTEXT lines of the
     -- internal routines that raised it (same SQLSTATE, message, detail and hint)
@@ -518,8 +542,8 @@ $$;
 COMMENT ON FUNCTION timers.save_many(jsonb) IS
     'Save many timers in one call, all or none: a JSON array of {name, schedule, sql, ...options of timers.save}. Returns how many. Needs pgtimers_admin.';
 
-COMMENT ON FUNCTION timers.save(text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text, integer, interval, integer, interval, integer, interval, boolean) IS
-    'Create or replace a timer; it runs as the role in effect now. Options: retries, retry_delay, pause_after, jitter, priority, catch_up_window, autonomous (docs/running.md). Returns its timers.status row. Needs pgtimers_admin.';
+COMMENT ON FUNCTION timers.save(text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text, integer, interval, integer, interval, integer, interval, boolean, interval, text) IS
+    'Create or replace a timer; it runs as the role in effect now. Options: retries, retry_delay, pause_after, jitter, priority, catch_up_window, autonomous, deadline, history (docs/running.md). Returns its timers.status row. Needs pgtimers_admin.';
 
 -- The body of timers.enable; on a running timer the change waits for its run's end.
 CREATE OR REPLACE FUNCTION timers._set_enabled(p_actor name, p_name text, p_enabled boolean) RETURNS text
@@ -867,10 +891,11 @@ REVOKE ALL ON FUNCTION
     timers._refuse_locked(timers.timers,text),
     timers._check_options(text,timestamp with time zone,timestamp with time zone,bigint,interval,text,interval),
     timers._check_policies(integer,interval,integer,interval,integer),
+    timers._check_history(text),
     timers._check_jitter(interval,timers.timers,timestamp with time zone),
     timers._require_calendar(jsonb),
     timers._save(name,jsonb),
-    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean),
+    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean,interval,text),
     timers._set_enabled(name,text,boolean),
     timers.enable(text,boolean),
     timers._delete(name,text),
@@ -892,9 +917,10 @@ GRANT EXECUTE ON FUNCTION
     timers._refuse_locked(timers.timers,text),
     timers._check_options(text,timestamp with time zone,timestamp with time zone,bigint,interval,text,interval),
     timers._check_policies(integer,interval,integer,interval,integer),
+    timers._check_history(text),
     timers._check_jitter(interval,timers.timers,timestamp with time zone),
     timers._require_calendar(jsonb),
-    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean),
+    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean,interval,text),
     timers.save_many(jsonb),
     timers.enable(text,boolean),
     timers.delete(text),

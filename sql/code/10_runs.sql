@@ -113,6 +113,9 @@ BEGIN
     END IF;
     PERFORM timers._event('skipped', t.name, p_first, NULL, '', '', jsonb_build_object(
         'count', p_count, 'last', timers._iso(p_last), 'reason', p_reason));
+    IF t.deadline IS NOT NULL THEN
+        PERFORM timers._deadline_skipped(t, p_first, p_last, p_count);
+    END IF;
     RETURN jsonb_build_object('count', p_count, 'first', timers._iso(p_first),
                               'last', timers._iso(p_last), 'reason', p_reason);
 END
@@ -577,35 +580,53 @@ END
 $$;
 
 -- An attempt's record, after its row is written: its timers.runs row (retry_at: the
--- attempt after it, if any), what its failure led to (timers._announce_failure), and a
--- change asked for while it ran, which takes effect with it.
+-- attempt after it, if any; none for a success of a timer that keeps failures only),
+-- what its failure led to (timers._announce_failure) or its recovery from one, its
+-- deadline, and a change asked for while it ran, which takes effect with it. Returns
+-- the run's id (NULL: no row).
 CREATE OR REPLACE FUNCTION timers._attempt_recorded(
     t timers.timers, p_kind text, p_due timestamptz, p_attempt integer, r jsonb, p_late bigint,
     p_retry_at timestamptz, p_given_up text, p_paused boolean, p_streak integer, p_runner text)
-    RETURNS void
+    RETURNS bigint
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
+DECLARE
+    v_ok boolean := (r->>'ok')::boolean;
+    v_run bigint;
 BEGIN
-    INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, late_ms, ok,
-                             error, rows, runner, attempt, retry_at)
-    VALUES (t.id, t.name, p_kind, p_due, (r->>'started_at')::timestamptz, (r->>'took_ms')::bigint,
-            p_late, (r->>'ok')::boolean, r->>'error', (r->>'rows')::bigint, p_runner, p_attempt,
-            p_retry_at);
-    IF NOT (r->>'ok')::boolean THEN
+    IF NOT v_ok OR t.history = 'all' THEN
+        INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, late_ms, ok,
+                                 error, rows, runner, attempt, retry_at, messages)
+        VALUES (t.id, t.name, p_kind, p_due, (r->>'started_at')::timestamptz, (r->>'took_ms')::bigint,
+                p_late, v_ok, r->>'error', (r->>'rows')::bigint, p_runner, p_attempt,
+                p_retry_at, coalesce(r->>'messages', ''))
+        RETURNING id INTO v_run;
+    END IF;
+    IF NOT v_ok THEN
         PERFORM timers._announce_failure(t, p_kind, p_due, p_attempt, r, p_retry_at, p_given_up,
-                                         p_paused, p_streak, p_runner);
+                                         p_paused, p_streak, p_runner, v_run);
+    ELSIF t.last_ok = false THEN
+        PERFORM timers._event('recovered', t.name, p_due, p_attempt, '', '',
+            jsonb_build_object('kind', p_kind), v_run);
+    END IF;
+    IF t.deadline IS NOT NULL THEN
+        PERFORM timers._deadline_recorded(t, p_due, v_ok, p_retry_at IS NULL, p_attempt, p_late,
+            CASE WHEN t.test_clock IS NULL THEN clock_timestamp() ELSE timers._now(t.test_clock) END);
     END IF;
     IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id) THEN
         PERFORM timers._apply_pending(t.id);
     END IF;
+    RETURN v_run;
 END
 $$;
 
--- An attempt's result for the runner: what it logs (a run that went well, at debug level).
+-- An attempt's result for the runner: what it logs (a run that went well, at debug level),
+-- and p_run, its timers.runs row (NULL: none), to which the runner adds what the run said.
 CREATE OR REPLACE FUNCTION timers._attempt_result(
     t timers.timers, p_kind text, p_due timestamptz, p_attempt integer, r jsonb, p_late bigint,
-    p_skips jsonb, p_retry_at timestamptz, p_given_up text, p_paused boolean) RETURNS jsonb
+    p_skips jsonb, p_retry_at timestamptz, p_given_up text, p_paused boolean, p_run bigint)
+    RETURNS jsonb
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -613,7 +634,7 @@ DECLARE
     v_result jsonb := jsonb_build_object(
         'timer', t.name, 'kind', p_kind, 'due_at', timers._iso(p_due), 'ok', (r->>'ok')::boolean,
         'rows', (r->>'rows')::bigint, 'took_ms', (r->>'took_ms')::bigint, 'late_ms', p_late,
-        'skipped', p_skips);
+        'skipped', p_skips, 'run_id', p_run);
 BEGIN
     IF (r->>'ok')::boolean THEN
         RETURN v_result;
@@ -649,22 +670,28 @@ BEGIN
 END
 $$;
 
--- Say what a failed attempt of due time p_due led to: the failed event, a retry given
+-- Say what a failed attempt of due time p_due (its timers.runs row p_run) led to: the failed event, a retry given
 -- up (an overlap is also a skipped due time, with its reason), a pause (audited).
 CREATE OR REPLACE FUNCTION timers._announce_failure(
     t timers.timers, p_kind text, p_due timestamptz, p_attempt integer, r jsonb,
-    p_retry_at timestamptz, p_given_up text, p_paused boolean, p_streak integer, p_runner text)
+    p_retry_at timestamptz, p_given_up text, p_paused boolean, p_streak integer, p_runner text,
+    p_run bigint)
     RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     PERFORM timers._event('failed', t.name, p_due, p_attempt, r->>'error', r->>'sqlstate',
-        jsonb_build_object('kind', p_kind, 'retry_at', timers._iso(p_retry_at)));
+        jsonb_build_object('kind', p_kind, 'retry_at', timers._iso(p_retry_at)), p_run,
+        coalesce(r->>'messages', ''));
     IF p_given_up IS NOT NULL THEN
         PERFORM timers._event('retry_given_up', t.name, p_due, p_attempt, r->>'error', r->>'sqlstate',
             jsonb_build_object('reason', p_given_up));
         IF p_given_up = 'retry would overlap the next due time' THEN
+            -- its deadline is missed for the failure, before the skip that records it
+            IF t.deadline IS NOT NULL THEN
+                PERFORM timers._deadline_recorded(t, p_due, false, true, p_attempt, 0, clock_timestamp());
+            END IF;
             PERFORM timers._record_skips(t, ARRAY[p_due], 1, p_due, p_due, p_given_up, p_runner);
         END IF;
     END IF;
@@ -838,6 +865,10 @@ DECLARE
     v_started timestamptz := p_now;
     v_ended timestamptz := p_now;
     v_event jsonb;
+    v_run bigint;
+    v_took bigint := (r->>'took_ms')::bigint;
+    v_tb integer := timers._bucket((r->>'took_ms')::bigint, timers._duration_buckets());
+    v_lb integer := timers._bucket((r->>'late_ms')::bigint, timers._lateness_buckets());
     a record;
     o record;
 BEGIN
@@ -880,12 +911,17 @@ BEGIN
         retry_at = o.retry_at,
         next_due_at = a.next_due,
         catch_up_due_at = CASE WHEN a.catch_up THEN a.next_due END,
-        expired = (a.next_due IS NULL)
+        expired = (a.next_due IS NULL),
+        last_success_at = CASE WHEN v_ok THEN v_ended ELSE last_success_at END,
+        took_counts[v_tb] = took_counts[v_tb] + 1,
+        took_sum_ms = took_sum_ms + greatest(v_took, 0),
+        late_counts[v_lb] = late_counts[v_lb] + 1,
+        late_sum_ms = late_sum_ms + greatest(v_late, 0)
      WHERE id = t.id;
-    PERFORM timers._attempt_recorded(t, p_kind, p_due, 1, r, v_late, o.retry_at, o.given_up,
-                                     o.pause, o.streak, p_runner);
+    v_run := timers._attempt_recorded(t, p_kind, p_due, 1, r, v_late, o.retry_at, o.given_up,
+                                      o.pause, o.streak, p_runner);
     RETURN timers._ran_after_yield(timers._attempt_result(t, p_kind, p_due, 1, r, v_late, v_skips,
-                                                          o.retry_at, o.given_up, o.pause), t.id);
+                                                          o.retry_at, o.given_up, o.pause, v_run), t.id);
 END
 $$;
 
@@ -941,6 +977,11 @@ DECLARE
     v_started timestamptz := p_now;
     v_ended timestamptz := p_now;
     o record;
+    v_run bigint;
+    v_took bigint := (r->>'took_ms')::bigint;
+    v_late bigint := (r->>'late_ms')::bigint;
+    v_tb integer := timers._bucket((r->>'took_ms')::bigint, timers._duration_buckets());
+    v_lb integer := timers._bucket((r->>'late_ms')::bigint, timers._lateness_buckets());
 BEGIN
     IF t.test_clock IS NULL THEN
         v_started := (r->>'started_at')::timestamptz;
@@ -958,14 +999,19 @@ BEGIN
         fail_streak = o.streak,
         retry_due_at = CASE WHEN NOT o.final THEN retry_due_at END,
         retry_attempt = CASE WHEN NOT o.final THEN retry_attempt + 1 END,
-        retry_at = o.retry_at
+        retry_at = o.retry_at,
+        last_success_at = CASE WHEN v_ok THEN v_ended ELSE last_success_at END,
+        took_counts[v_tb] = took_counts[v_tb] + 1,
+        took_sum_ms = took_sum_ms + greatest(v_took, 0),
+        late_counts[v_lb] = late_counts[v_lb] + 1,
+        late_sum_ms = late_sum_ms + greatest(v_late, 0)
      WHERE id = t.id;
-    PERFORM timers._attempt_recorded(t, 'retry', t.retry_due_at, t.retry_attempt, r,
-                                     (r->>'late_ms')::bigint, o.retry_at, o.given_up, o.pause,
-                                     o.streak, p_runner);
+    v_run := timers._attempt_recorded(t, 'retry', t.retry_due_at, t.retry_attempt, r,
+                                      (r->>'late_ms')::bigint, o.retry_at, o.given_up, o.pause,
+                                      o.streak, p_runner);
     RETURN timers._ran_after_yield(timers._attempt_result(
         t, 'retry', t.retry_due_at, t.retry_attempt, r, (r->>'late_ms')::bigint, '[]', o.retry_at,
-        o.given_up, o.pause), t.id);
+        o.given_up, o.pause, v_run), t.id);
 END
 $$;
 
@@ -992,6 +1038,11 @@ BEGIN
      WHERE id = t.id;
     PERFORM timers._event('retry_given_up', t.name, t.retry_due_at, t.retry_attempt - 1,
         v_error, '', jsonb_build_object('reason', p_why));
+    -- its deadline is missed for the failure, before the skip that records it
+    IF t.deadline IS NOT NULL THEN
+        PERFORM timers._deadline_recorded(t, t.retry_due_at, false, true, t.retry_attempt - 1, 0,
+                                          clock_timestamp());
+    END IF;
     v_skip := timers._record_skips(t, ARRAY[t.retry_due_at], 1, t.retry_due_at, t.retry_due_at,
                                    p_why, p_runner);
     IF o.pause THEN
@@ -1404,10 +1455,10 @@ REVOKE ALL ON FUNCTION
     timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone,timestamp with time zone),
     timers._attempt_outcome(timers.timers,integer,boolean,text,timestamp with time zone,timestamp with time zone),
     timers._attempt_recorded(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,timestamp with time zone,text,boolean,integer,text),
-    timers._attempt_result(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,jsonb,timestamp with time zone,text,boolean),
+    timers._attempt_result(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,jsonb,timestamp with time zone,text,boolean,bigint),
     timers._next_attempt(timers.timers,integer,timestamp with time zone,timestamp with time zone),
     timers._failed_outcome(timers.timers,integer,text,timestamp with time zone,text),
-    timers._announce_failure(timers.timers,text,timestamp with time zone,integer,jsonb,timestamp with time zone,text,boolean,integer,text),
+    timers._announce_failure(timers.timers,text,timestamp with time zone,integer,jsonb,timestamp with time zone,text,boolean,integer,text,bigint),
     timers._paused(timers.timers,timestamp with time zone,integer,text,text,integer,text),
     timers._pause(bigint,jsonb),
     timers._run_due(bigint,timestamp with time zone,text,jsonb),
@@ -1441,10 +1492,10 @@ GRANT EXECUTE ON FUNCTION
     timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone,timestamp with time zone),
     timers._attempt_outcome(timers.timers,integer,boolean,text,timestamp with time zone,timestamp with time zone),
     timers._attempt_recorded(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,timestamp with time zone,text,boolean,integer,text),
-    timers._attempt_result(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,jsonb,timestamp with time zone,text,boolean),
+    timers._attempt_result(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,jsonb,timestamp with time zone,text,boolean,bigint),
     timers._next_attempt(timers.timers,integer,timestamp with time zone,timestamp with time zone),
     timers._failed_outcome(timers.timers,integer,text,timestamp with time zone,text),
-    timers._announce_failure(timers.timers,text,timestamp with time zone,integer,jsonb,timestamp with time zone,text,boolean,integer,text),
+    timers._announce_failure(timers.timers,text,timestamp with time zone,integer,jsonb,timestamp with time zone,text,boolean,integer,text,bigint),
     timers._paused(timers.timers,timestamp with time zone,integer,text,text,integer,text),
     timers._pause(bigint,jsonb),
     timers._run_due(bigint,timestamp with time zone,text,jsonb),

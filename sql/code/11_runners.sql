@@ -70,6 +70,10 @@ CREATE OR REPLACE FUNCTION timers._runner_beat(p_runner text) RETURNS void
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
     UPDATE timers.runners SET seen_at = now() WHERE id = p_runner;
+    -- (only when some timer has a deadline: the index of them answers at once)
+    IF EXISTS (SELECT 1 FROM timers.timers t WHERE t.deadline IS NOT NULL) THEN
+        PERFORM timers._deadline_check();
+    END IF;
 END
 $$;
 

@@ -100,7 +100,8 @@ $$;
 -- The record of run-now request q of timer t (both rows locked by the caller), whose
 -- outcome is r (timers._execute; an autonomous timer's, timers._autonomous_finish): the
 -- timer's counters, the timers.runs row, the answer timers.run waits for. p_now: the
--- timer's clock when it was claimed. Returns the result the runner logs.
+-- timer's clock when it was claimed. Returns the result the runner logs (run_id: the
+-- timers.runs row, NULL when none is kept).
 CREATE OR REPLACE FUNCTION timers._request_recorded(
     q timers.run_requests, t timers.timers, p_now timestamptz, r jsonb, p_runner text)
     RETURNS jsonb
@@ -110,11 +111,10 @@ CREATE OR REPLACE FUNCTION timers._request_recorded(
 DECLARE
     v_ok boolean := (r->>'ok')::boolean;
     v_result jsonb;
+    v_run bigint;
+    v_took bigint := (r->>'took_ms')::bigint;
+    v_tb integer := timers._bucket((r->>'took_ms')::bigint, timers._duration_buckets());
 BEGIN
-    IF NOT v_ok THEN
-        PERFORM timers._event('failed', t.name, NULL, 1, r->>'error', r->>'sqlstate',
-                              jsonb_build_object('kind', 'run_now'));
-    END IF;
     UPDATE timers.timers SET
         last_run_at = CASE WHEN t.test_clock IS NULL THEN (r->>'started_at')::timestamptz ELSE p_now END,
         last_ok = v_ok,
@@ -122,11 +122,26 @@ BEGIN
         last_took_ms = (r->>'took_ms')::bigint,
         last_rows = (r->>'rows')::bigint,
         runs = runs + 1,
-        failures = failures + CASE WHEN v_ok THEN 0 ELSE 1 END
+        failures = failures + CASE WHEN v_ok THEN 0 ELSE 1 END,
+        last_success_at = CASE WHEN NOT v_ok THEN last_success_at
+                               WHEN t.test_clock IS NULL THEN clock_timestamp() ELSE p_now END,
+        -- a run now is never late: its lateness is not counted
+        took_counts[v_tb] = took_counts[v_tb] + 1,
+        took_sum_ms = took_sum_ms + greatest(v_took, 0)
      WHERE id = t.id;
-    INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, ok, error, rows, runner)
-    VALUES (t.id, t.name, 'run_now', NULL, (r->>'started_at')::timestamptz, (r->>'took_ms')::bigint,
-            v_ok, r->>'error', (r->>'rows')::bigint, p_runner);
+    IF NOT v_ok OR t.history = 'all' THEN
+        INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, ok, error, rows,
+                                 runner, messages)
+        VALUES (t.id, t.name, 'run_now', NULL, (r->>'started_at')::timestamptz, (r->>'took_ms')::bigint,
+                v_ok, r->>'error', (r->>'rows')::bigint, p_runner, coalesce(r->>'messages', ''))
+        RETURNING id INTO v_run;
+    END IF;
+    IF NOT v_ok THEN
+        PERFORM timers._event('failed', t.name, NULL, 1, r->>'error', r->>'sqlstate',
+                              jsonb_build_object('kind', 'run_now'), v_run, coalesce(r->>'messages', ''));
+    ELSIF t.last_ok = false THEN
+        PERFORM timers._event('recovered', t.name, NULL, 1, '', '', jsonb_build_object('kind', 'run_now'), v_run);
+    END IF;
     IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id) THEN
         PERFORM timers._apply_pending(t.id);
     END IF;
@@ -135,7 +150,8 @@ BEGIN
     IF q.id IS NOT NULL THEN
         UPDATE timers.run_requests SET finished_at = clock_timestamp(), result = v_result WHERE id = q.id;
     END IF;
-    RETURN v_result || jsonb_build_object('timer', t.name, 'kind', 'run_now', 'sqlstate', r->>'sqlstate');
+    RETURN v_result || jsonb_build_object('timer', t.name, 'kind', 'run_now', 'sqlstate', r->>'sqlstate',
+                                          'run_id', v_run);
 END
 $$;
 

@@ -3,7 +3,8 @@
 -- Repeatable: applied whole on every install and upgrade, after the versioned
 -- migrations (docs/design.md). Each object here is defined in this file only.
 
--- Retention (as before; one pruner at a time by timers.locks 'prune').
+-- Retention: runs, ended run-now requests and backfills, and events (with their
+-- deliveries) older than runs_retention; one pruner at a time by timers.locks 'prune'.
 CREATE OR REPLACE FUNCTION timers._prune() RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -13,6 +14,7 @@ DECLARE
     v_runs bigint := 0;
     v_batch bigint;
     v_requests bigint;
+    v_events bigint := 0;
 BEGIN
     PERFORM 1 FROM timers.locks k WHERE k.name = 'prune' FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
@@ -40,7 +42,16 @@ BEGIN
     GET DIAGNOSTICS v_requests = ROW_COUNT;
     -- ended backfills go with their runs
     DELETE FROM timers.backfill_jobs WHERE ended_at < now() - v_keep;
-    RETURN jsonb_build_object('runs', v_runs, 'run_requests', v_requests, 'retention', v_keep::text);
+    -- and the events (their deliveries with them), in batches as the runs
+    LOOP
+        DELETE FROM timers.events WHERE id IN (
+            SELECT id FROM timers.events WHERE at < now() - v_keep LIMIT 10000);
+        GET DIAGNOSTICS v_batch = ROW_COUNT;
+        v_events := v_events + v_batch;
+        EXIT WHEN v_batch < 10000;
+    END LOOP;
+    RETURN jsonb_build_object('runs', v_runs, 'run_requests', v_requests, 'events', v_events,
+                              'retention', v_keep::text);
 END
 $$;
 

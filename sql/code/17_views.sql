@@ -43,7 +43,10 @@ SELECT x.name, x.trouble, x.schedule, x.last_run, x.last_ok, x.last_late_ms, x.f
                          || ' s: is a runner up?' END,
                CASE WHEN s.last_late_ms > 5000 THEN 'last run started ' || s.last_late_ms / 1000 || ' s late' END,
                CASE WHEN s.last_skip_ms > (extract(epoch FROM now()) * 1000)::bigint - 86400000
-                    THEN 'skipped: ' || s.last_skip_reason END) AS trouble,
+                    THEN 'skipped: ' || s.last_skip_reason END,
+               CASE WHEN s.deadline_missed_ms > (extract(epoch FROM now()) * 1000)::bigint - 86400000
+                    THEN 'deadline ' || s.deadline::text || ' missed at '
+                         || timers._iso(to_timestamp(s.deadline_missed_ms / 1000.0)) END) AS trouble,
            s.schedule,
            CASE WHEN s.last_run_ms = 0 THEN NULL ELSE to_timestamp(s.last_run_ms / 1000.0) END AS last_run,
            s.last_ok,
@@ -61,6 +64,7 @@ SELECT x.name, x.trouble, x.schedule, x.last_run, x.last_ok, x.last_late_ms, x.f
             AND s.next_run_ms < (extract(epoch FROM now()) * 1000)::bigint - 60000)
         OR s.last_late_ms > 5000
         OR s.last_skip_ms > (extract(epoch FROM now()) * 1000)::bigint - 86400000
+        OR s.deadline_missed_ms > (extract(epoch FROM now()) * 1000)::bigint - 86400000
     UNION ALL
     SELECT k.key COLLATE "default",
            concat_ws('; ',

@@ -270,6 +270,7 @@ BEGIN
         ended_at = CASE WHEN v_done THEN clock_timestamp() END
      WHERE id = b.id
     RETURNING * INTO b;
+    -- (kept whatever the timer's history: a backfill's runs are its record)
     INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, late_ms, ok,
                              error, rows, runner, attempt, backfill_id, messages)
     VALUES (t.id, t.name, 'backfill', v_due, (r->>'started_at')::timestamptz,
@@ -291,7 +292,7 @@ BEGIN
         'timer', t.name, 'kind', 'backfill', 'due_at', timers._iso(v_due), 'ok', v_ok,
         'error', r->>'error', 'sqlstate', r->>'sqlstate', 'rows', (r->>'rows')::bigint,
         'took_ms', (r->>'took_ms')::bigint, 'late_ms', 0, 'attempt', 1,
-        'backfill', b.id, 'left', b.total - b.done);
+        'backfill', b.id, 'left', b.total - b.done, 'run_id', v_run);
 END
 $$;
 

@@ -20,6 +20,7 @@ RUNNABLE = "<!-- runnable -->"
 RUNNABLE_FAILING = "<!-- runnable; its runs fail on purpose -->"
 MARKERS = (RUNNABLE, RUNNABLE_FAILING)
 FENCE = re.compile(r"^```sql[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+PYTHON_FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -51,13 +52,28 @@ def sql_blocks(path: Path) -> list[Block]:
 
 
 def stray_markers(path: Path) -> list[int]:
-    """Lines of RUNNABLE markers that are not right before a ```sql fence."""
+    """Lines of RUNNABLE markers that are not right before a ```sql fence (or, for
+    RUNNABLE, a ```python one)."""
     lines = path.read_text(encoding="utf-8").splitlines()
+    fences = {RUNNABLE: ("```sql", "```python"), RUNNABLE_FAILING: ("```sql",)}
     return [
         n + 1
         for n, line in enumerate(lines)
-        if line.strip() in MARKERS and (n + 1 >= len(lines) or lines[n + 1].strip() != "```sql")
+        if line.strip() in MARKERS
+        and (n + 1 >= len(lines) or lines[n + 1].strip() not in fences[line.strip()])
     ]
+
+
+def python_blocks(path: Path) -> list[Block]:
+    """Every ```python block of a Markdown file marked RUNNABLE (its text in `sql`)."""
+    text = path.read_text(encoding="utf-8")
+    found = []
+    for match in PYTHON_FENCE.finditer(text):
+        before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1].strip()
+        if before == RUNNABLE:
+            line = text.count("\n", 0, match.start()) + 1
+            found.append(Block(path, line, match.group(1), True))
+    return found
 
 
 def section_block(path: Path, heading: str) -> Block:

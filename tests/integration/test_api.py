@@ -50,6 +50,11 @@ STATUS_FIELDS = [
     "paused_ms",
     "catch_up_window",
     "autonomous",
+    "deadline",
+    "deadline_missed_ms",
+    "deadline_missed",
+    "history",
+    "last_success_ms",
 ]
 
 

@@ -334,7 +334,7 @@ PUBLIC_ROUTINES = {
     "resume(text)",
     "run(text,jsonb)",
     "save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,"
-    "bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean)",
+    "bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean,interval,text)",
     "backfill(text,timestamp with time zone,timestamp with time zone)",
     "cancel_backfill(bigint)",
     "save_calendar(text,text,date,date)",

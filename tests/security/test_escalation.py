@@ -209,7 +209,18 @@ RUNNER_UPDATES = {
         "catch_up_due_at", "caught_up", "expired", "failures", "last_due_at", "last_error",
         "last_late_ms", "last_ok", "last_rows", "last_run_at", "last_skip_at", "last_skip_reason",
         "last_took_ms", "max_late_ms", "next_due_at", "runs", "scheduled_runs", "skipped",
-        "retry_due_at", "retry_attempt", "retry_at", "fail_streak",
+        "retry_due_at", "retry_attempt", "retry_at", "fail_streak", "deadline_due_at",
+        "deadline_missed", "deadline_missed_at", "last_success_at", "took_counts", "took_sum_ms",
+        "late_counts", "late_sum_ms",
+    },
+    # what a run said, which reaches the runner after the run's commit
+    "runs": {"messages"},
+    "events": {"messages"},
+    # webhook deliveries: where the runners have got to, and each delivery's progress
+    "notify_cursors": {"last_event_id", "seen_at"},
+    "event_deliveries": {
+        "attempts", "next_at", "leased_until", "leased_by", "delivered_at", "given_up_at",
+        "last_status", "last_error",
     },
     # a backfill's progress; never its timer or range
     "backfill_jobs": {"done", "failed", "state", "next_at", "ended_at", "note"},

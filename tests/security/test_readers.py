@@ -96,6 +96,8 @@ def test_readers_see_run_errors_today(timers_db: Database) -> None:
         "calendar_weeks",
         "calendar_days",
         "test_clocks",
+        "metrics",
+        "events_undelivered",
     ],
 )
 def test_readers_read_the_published_relations(timers_db: Database, relation: str) -> None:

@@ -304,6 +304,25 @@ function renderMonitor() {
     .map((d) => d.name + (d.readable ? (d.runners ? "" : " (no runner)") : " (not readable)"))
     .join(", ");
   $("#monitor-dbs").textContent = "Databases: " + dbs;
+  renderUndeliverable(state.stats.undeliverable || []);
+}
+
+// Webhook deliveries given up: the event, the timer, where to, and the last error.
+function renderUndeliverable(rows) {
+  const list = $("#undeliverable");
+  list.textContent = "";
+  $("#monitor-undeliverable").hidden = rows.length === 0;
+  for (const d of rows) {
+    const li = el("li");
+    const head = el("div", null, "head");
+    const b = el("b");
+    b.appendChild(timerLink(d.timer, d.database));
+    head.append(el("span", d.event + " of "), b, el("span", " · " + d.database, "dbname"));
+    li.appendChild(head);
+    li.appendChild(el("div", "to " + d.target + " · " + d.attempts + " attempts", "facts"));
+    if (d.last_error) li.appendChild(el("div", d.last_error, "error"));
+    list.appendChild(li);
+  }
 }
 
 function renderDatabases() {
@@ -337,6 +356,8 @@ async function saveTimer(event) {
   if (value("timezone").trim()) body.timezone = value("timezone").trim();
   if (value("catch_up")) body.catch_up = value("catch_up");
   if (value("catch_up_window").trim()) body.catch_up_window = value("catch_up_window").trim();
+  if (value("deadline").trim()) body.deadline = value("deadline").trim();
+  if (value("history")) body.history = value("history");
   // run policies: empty is the default; what a value may be, the server says
   for (const n of ["retries", "pause_after", "priority"]) {
     if (value(n).trim()) body[n] = Number(value(n));

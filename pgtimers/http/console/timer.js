@@ -63,6 +63,15 @@ function renderSettings(d) {
     definition(box, "Catch-up window", "missed while no runner served: run late if less than "
       + intervalText(t.catch_up_window) + " old").id = "timer-catch-up-window";
   }
+  if (t.deadline) {
+    definition(box, "Deadline", "a successful commit within " + intervalText(t.deadline) + " of each due time · "
+      + (t.deadline_missed ? t.deadline_missed + " missed, the last " + when(t.deadline_missed_ms) : "none missed"),
+      t.deadline_missed ? "missed" : "").id = "timer-deadline";
+  }
+  if (t.history === "failures") {
+    definition(box, "History", "failures only: a run that went well keeps no row, so the charts show failures and skips").id = "timer-history";
+  }
+  if (t.last_success_ms) definition(box, "Last success", when(t.last_success_ms)).id = "timer-last-success";
   if (t.start_at) definition(box, "Starts", when(Date.parse(t.start_at)));
   if (t.end_at) definition(box, "Ends", when(Date.parse(t.end_at)));
   if (t.max_runs) definition(box, "At most", t.max_runs + " runs");

@@ -39,7 +39,7 @@ def test_every_policy_is_saved_and_shown(api: Client, conn: psycopg.Connection) 
     )
     assert resp.status == 200, resp.text
     body = resp.json()
-    assert list(body)[-8:-2] == POLICIES
+    assert list(body)[-13:-7] == POLICIES
     assert {k: body[k] for k in POLICIES} == {
         "retries": 3,
         "retry_delay": "00:00:10",
@@ -129,10 +129,38 @@ def test_a_bad_value_is_a_400_naming_it_and_changes_nothing(
 def test_the_catch_up_window_is_saved_and_shown(api: Client, conn: psycopg.Connection) -> None:
     assert save(api)["catch_up_window"] is None
     body = save(api, catch_up_window="2 hours")
-    assert list(body)[-2] == "catch_up_window" and body["catch_up_window"] == "02:00:00"
+    assert list(body)[-7] == "catch_up_window" and body["catch_up_window"] == "02:00:00"
     assert save(api, catch_up_window=90)["catch_up_window"] == "00:01:30"  # seconds
     assert scalar(conn, "SELECT catch_up_window FROM timers.timers") == dt.timedelta(seconds=90)
     assert save(api, catch_up_window=None)["catch_up_window"] is None
+
+
+def test_the_deadline_and_history_are_saved_and_shown(
+    api: Client, conn: psycopg.Connection
+) -> None:
+    body = save(api)
+    assert (body["deadline"], body["history"], body["deadline_missed"]) == (None, "all", 0)
+    body = save(api, deadline="15 minutes", history="failures")
+    assert (body["deadline"], body["history"]) == ("00:15:00", "failures")
+    assert save(api, deadline=90)["deadline"] == "00:01:30"  # seconds
+    assert scalar(conn, "SELECT history FROM timers.timers") == "all"  # absent: the default
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"deadline": "0 seconds"}, "bad deadline"),
+        ({"deadline": "2 years"}, "bad deadline"),
+        ({"deadline": "soon"}, "deadline"),
+        ({"history": "some"}, "bad history 'some'"),
+    ],
+)
+def test_a_bad_deadline_or_history_is_refused_naming_it(
+    api: Client, conn: psycopg.Connection, options: dict[str, Any], message: str
+) -> None:
+    resp = api.post("/api/timers", timer(**options))
+    assert resp.status == 400 and message in resp.error, resp.text
+    assert scalar(conn, "SELECT count(*) FROM timers.timers") == 0
 
 
 def test_a_bad_time_is_named_too(api: Client) -> None:

@@ -152,14 +152,14 @@ def test_metrics_runner_up(api: Client, runner: object, db: Database) -> None:
 
 
 def test_metrics_label_escaping() -> None:
-    from pgtimers.http.metrics import render
+    from pgtimers.http.metrics import Snapshot, render
     from pgtimers.http.stats import DatabaseRead
 
     row = {
         "name": 'we"ird\\x', "runs": 1, "failures": 0, "failures_24h": 0, "skipped": 0,
         "last_late_ms": 1500, "max_late_ms": 1500, "last_ok": None, "running": False,
     }  # fmt: skip
-    text = render([DatabaseRead("d\nb", [row], 1)])
+    text = render([DatabaseRead("d\nb", Snapshot([row]), 1)])
     assert 'pgtimers_timer_last_late_seconds{database="d\\nb",timer="we\\"ird\\\\x"} 1.5' in text
 
 

@@ -15,6 +15,7 @@ STATUS_FIELDS = [
     "last_skip_ms", "last_skip_reason", "caught_up", "running", "timezone", "catch_up",
     "start_at", "end_at", "max_runs", "expired", "locked", "retries", "retry_delay",
     "pause_after", "jitter", "priority", "paused_ms", "catch_up_window", "autonomous",
+    "deadline", "deadline_missed_ms", "deadline_missed", "history", "last_success_ms",
 ]  # fmt: skip
 
 
