@@ -133,6 +133,21 @@ def test_an_errors_detail_and_hint_follow_its_notices_in_the_run_and_its_failed_
     assert event == (run["id"], FAILING_SAID)
 
 
+def test_an_error_without_notices_keeps_its_detail_and_hint_in_the_run_and_event(
+    conn: psycopg.Connection, start_runner: StartRunner
+) -> None:
+    save(conn, "bad_cast", "in 1s", "SELECT '{\"a\": 1'::jsonb")
+    start_runner()
+    [kept] = said(conn, "bad_cast")
+    assert kept.startswith("DETAIL: ") and "\n" not in kept, kept  # jsonb's DETAIL, no HINT
+    assert (
+        scalar(
+            conn, "SELECT messages FROM timers.events WHERE event = 'failed' AND timer = 'bad_cast'"
+        )
+        == kept
+    )
+
+
 def test_a_backfills_runs_keep_their_messages_and_so_does_their_failed_event(
     conn: psycopg.Connection, start_runner: StartRunner
 ) -> None:
