@@ -298,9 +298,10 @@ $$;
 -- back the SQL's effects only. Sets the run context first: pgtimers.timer, due_at,
 -- prev_due_at (p_prev, the schedule's due time before; '' for none) and attempt. Lateness counts from p_planned, when the run was meant to start (the due
 -- time moved by jitter, or a retry's time). Returns the outcome; its messages are an
--- error's DETAIL and HINT (timers._error_said). In a runner's session (pgtimers.run_notices
--- on) it first says which run starts, a notice the runner reads (timers._run_messages):
--- the NOTICE, INFO and WARNING messages after it are this run's. p_lost: the run ended
+-- error's DETAIL and HINT (timers._error_said). When the runner reads them
+-- (pgtimers.run_notices on, for the transaction: timers._say_claimed) it first says which
+-- run starts, a notice 'pgtimers: run' (timers._run_messages): the NOTICE, INFO and
+-- WARNING messages after it are this run's. p_lost: the run ended
 -- its session before (timers._run_lost): its outcome, a failure, without running again.
 CREATE OR REPLACE FUNCTION timers._execute(
     t timers.timers, p_due timestamptz, p_now timestamptz, p_attempt integer, p_planned timestamptz,
