@@ -143,7 +143,8 @@ SELECT (SELECT row_to_json(k)::text FROM timers.keyed k WHERE k.key = $1::text),
 -- GET /api/timers/{name}/history?window=: a timer's page in one statement. $1 the name,
 -- $2 the chart's window (interval). NULL when there is no such timer. The timer's status
 -- row; its next 10 due times in its zone (timers.next_runs from its next due time, as
--- scheduled: before jitter, before end_at); its last 100 runs and skipped due times; the
+-- scheduled: before jitter, before end_at); its last 100 runs and skipped due times (with
+-- what each run said: its messages); the
 -- runs of the window (the newest 5000) as chart points [started_ms, due_ms, late_ms,
 -- took_ms, outcome, kind]; runs, failures and skips per hour of the window; whether the
 -- caller may read timers.audit (timer_audit, below). Times are Unix milliseconds.
@@ -156,7 +157,7 @@ WITH s AS (
     SELECT now() - $2::text::interval AS at
 ), runs AS (
     SELECT r.id, r.kind, r.started_at, r.took_ms, r.late_ms, r.ok, r.rows, r.error, r.reason,
-           r.attempt, r.backfill_id,
+           r.attempt, r.backfill_id, r.messages,
            (extract(epoch FROM r.due_at) * 1000)::bigint AS due_ms,
            (extract(epoch FROM r.started_at) * 1000)::bigint AS started_ms,
            CASE WHEN r.kind = 'skipped' THEN 'skipped' WHEN r.ok THEN 'ok' ELSE 'failed' END
@@ -198,7 +199,7 @@ SELECT json_build_object(
                         'kind', r.kind, 'due_ms', r.due_ms, 'started_ms', r.started_ms,
                         'took_ms', r.took_ms, 'late_ms', r.late_ms, 'ok', r.ok, 'rows', r.rows,
                         'error', r.error, 'reason', r.reason, 'attempt', r.attempt,
-                        'backfill', r.backfill_id) ORDER BY r.started_at DESC, r.id DESC)
+                        'backfill', r.backfill_id, 'messages', r.messages) ORDER BY r.started_at DESC, r.id DESC)
                       FROM recent r), '[]'::json),
            'since_ms', (SELECT (extract(epoch FROM since.at) * 1000)::bigint FROM since),
            'points', coalesce((SELECT json_agg(json_build_array(

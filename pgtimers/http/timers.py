@@ -42,6 +42,7 @@ HISTORY_RUN = {
         "rows",
         "error",
         "attempt",
+        "messages",
     ],
     "properties": {
         "kind": {
@@ -58,6 +59,12 @@ HISTORY_RUN = {
         "reason": {"type": "string", "description": "why the due time was skipped"},
         "attempt": dict(_INT, description="1 for a due time's first try, 2 for its first retry..."),
         "backfill": dict(_INT, nullable=True, description="the backfill it ran for"),
+        "messages": {
+            "type": "string",
+            "description": "the NOTICE, INFO and WARNING messages the run raised, then its"
+            " error's DETAIL and HINT, one a line: the first 8 KB, then a line that says how"
+            " much was cut ('' when it said nothing)",
+        },
     },
 }
 HISTORY_FIELDS = {

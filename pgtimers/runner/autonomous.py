@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pgtimers.queries import beside
+from pgtimers.runner.messages import KEPT, Said, line
 
 query = beside(__file__, "autonomous.sql")
 
@@ -63,16 +65,26 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What an autonomous run did, for timers._autonomous_finish."""
+    """What an autonomous run did, for timers._autonomous_finish; messages: what its
+    session was told (messages.py), of which messages_cut bytes were cut."""
 
     ok: bool
     error: str = ""
     sqlstate: str = ""
     rows: int = 0
+    messages: str = ""
+    messages_cut: int = 0
 
     def as_json(self) -> dict[str, Any]:
         """The outcome as timers._autonomous_finish takes it."""
-        return {"ok": self.ok, "error": self.error, "sqlstate": self.sqlstate, "rows": self.rows}
+        return {
+            "ok": self.ok,
+            "error": self.error,
+            "sqlstate": self.sqlstate,
+            "rows": self.rows,
+            "messages": self.messages,
+            "messages_cut": self.messages_cut,
+        }
 
 
 # A statement the run's whole time limit stopped (timers._run_error says it plainly).
@@ -178,10 +190,13 @@ class OwnerSessions:
             )
         except (psycopg.Error, OSError) as exc:
             return _not_logged_in(attempt.owner, exc)
+        said = Said()
+        conn.add_notice_handler(lambda d: _heard(said, d))
         try:
-            return await self._in_session(conn, attempt, began, deadline)
+            outcome = await self._in_session(conn, attempt, began, deadline, said)
         finally:
             await _close(conn)
+        return dataclasses.replace(outcome, messages=said.text, messages_cut=said.more)
 
     async def _in_session(
         self,
@@ -189,7 +204,9 @@ class OwnerSessions:
         attempt: Attempt,
         began: Callable[[int, str], Awaitable[Any]],
         deadline: float,
+        said: Said | None = None,
     ) -> Outcome:
+        said = said if said is not None else Said()  # the session's notices go there (_run)
         try:
             cur = await conn.execute(query("whoami"))
             login, _role, pid = await cur.fetchone() or ("", "", 0)
@@ -215,7 +232,18 @@ class OwnerSessions:
             return Outcome(True, rows=rows)
         except psycopg.Error as exc:
             diag = exc.diag
+            for name, text in (("DETAIL", diag.message_detail), ("HINT", diag.message_hint)):
+                if text:
+                    said.add(f"{name}: {text}")
             return Outcome(False, diag.message_primary or str(exc), exc.sqlstate or "")
+
+
+def _heard(said: Said, diag: psycopg.errors.Diagnostic) -> None:
+    """A message the owner's session was told while the run ran: kept when it is a
+    NOTICE, INFO or WARNING."""
+    severity = diag.severity_nonlocalized or diag.severity or ""
+    if severity in KEPT:
+        said.add(line(severity, diag.message_primary or "", diag.message_detail, diag.message_hint))
 
 
 async def _within(

@@ -30,8 +30,15 @@ SELECT timers._session_reset($1::text[], $2::text[])
 SELECT timers._run_lost($1, $2, $3::text::timestamptz, $4, $5::jsonb)
 
 -- name: set_timeout
--- The run's time limit, for the rest of the run's transaction.
-SELECT set_config('statement_timeout', $1::text, true)
+-- The run's time limit, for the rest of the run's transaction; and its notices: the run
+-- says when it starts (timers._execute), so that the runner knows what it said.
+SELECT set_config('statement_timeout', $1::text, true),
+       set_config('pgtimers.run_notices', 'on', true)
+
+-- name: run_messages
+-- What runs said ([{timer_id, started_at, messages, more}]), after their commit, into
+-- their timers.runs rows and events (timers._run_messages): how many rows it wrote.
+SELECT timers._run_messages($1::jsonb)
 
 -- name: run_due
 -- (the due time as text: it comes in a claim's JSON)

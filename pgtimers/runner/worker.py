@@ -21,6 +21,7 @@ from pgtimers.runner.budget import IDLE_CLOSE
 from pgtimers.runner.connect import DEFAULT_TIMEOUT_MS, close, connect
 from pgtimers.runner.held import Held
 from pgtimers.runner.lost import Claim, Lost, LostRuns, claim_from_notice
+from pgtimers.runner.messages import RunNotices
 from pgtimers.runner.queries import query
 from pgtimers.runner.session import MARGIN, QUICK, Session
 from pgtimers.runner.trouble import Trouble, is_operational
@@ -77,6 +78,7 @@ class Worker:
         self._mark = ""
         self._session: tuple[list[str], list[str]] = ([], [])
         self._claimed: Claim | None = None  # what the round trip in flight said it runs
+        self._said = RunNotices()  # what its runs said (messages.py)
         # the round trip in flight must be answered by then (time.monotonic()), else its
         # connection is cut off (session.py): the watchdog's measure of this worker
         self.answer_by: float | None = None
@@ -111,6 +113,9 @@ class Worker:
         claim = claim_from_notice(message.message, message.detail, self._mark)
         if claim is not None:
             self._claimed = claim
+            self._said.expect()
+            return
+        self._said.notice(message)
 
     async def _record_lost(self, conn: Session) -> None:
         """Record the runs whose session was lost as failed attempts (timers._run_lost):
@@ -210,6 +215,7 @@ class Worker:
         )
 
     async def _fire(self, conn: Session, keyed_only: bool) -> list[dict[str, Any]] | None:
+        self._said.take()  # what a round trip that failed heard is not known to be kept
         with self._deadline(conn, DEFAULT_TIMEOUT_MS):
             batch: dict[str, Any] = await conn.fetchval(
                 query("fire_many"),
@@ -242,7 +248,30 @@ class Worker:
             if result.get("kind") == "keyed" and not keyed_only:
                 self._keyed_until = time.monotonic() + KEYED_STREAK_SECONDS
             results.append(result)
+        await self._keep_said(conn)
         return results
+
+    async def _keep_said(self, conn: Session) -> None:
+        """Write what the runs of the round trip said to their rows, now that they have
+        committed (timers._run_messages). A failure loses only those messages."""
+        said = self._said.take()
+        if not said:
+            return
+        try:
+            with conn.deadline_of(QUICK):
+                await conn.fetchval(query("run_messages"), said)
+        except asyncpg.PostgresError as exc:
+            if is_connection_error(exc):
+                raise
+            log.event(
+                logging.WARNING,
+                "run_messages_lost",
+                database=self.database,
+                worker=self.name,
+                runs=len(said),
+                sqlstate=exc.sqlstate,
+                error=str(exc),
+            )
 
     async def _autonomous(self, conn: Session, started: dict[str, Any]) -> Any:
         """An autonomous attempt, committed as started: run it as its owner, on a session of
@@ -304,6 +333,7 @@ class Worker:
         """_with_own_timeout's transaction: the limit, the run, the session put back."""
         async with conn.transaction():
             await conn.fetchval(query("set_timeout"), str(claim["timeout_ms"]))
+            self._said.expect()
             if kind == "request":
                 result = await conn.fetchval(query("run_request"), ident, self.runner_id)
             elif kind == "backfill":

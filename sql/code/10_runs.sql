@@ -297,7 +297,11 @@ $$;
 -- savepoint): an error or the time limit (statement_timeout, set by the runner) rolls
 -- back the SQL's effects only. Sets the run context first: pgtimers.timer, due_at,
 -- prev_due_at (p_prev, the schedule's due time before; '' for none) and attempt. Lateness counts from p_planned, when the run was meant to start (the due
--- time moved by jitter, or a retry's time). Returns the outcome. p_lost: the run ended
+-- time moved by jitter, or a retry's time). Returns the outcome; its messages are an
+-- error's DETAIL and HINT (timers._error_said). When the runner reads them
+-- (pgtimers.run_notices on, for the transaction: timers._say_claimed) it first says which
+-- run starts, a notice 'pgtimers: run' (timers._run_messages): the NOTICE, INFO and
+-- WARNING messages after it are this run's. p_lost: the run ended
 -- its session before (timers._run_lost): its outcome, a failure, without running again.
 CREATE OR REPLACE FUNCTION timers._execute(
     t timers.timers, p_due timestamptz, p_now timestamptz, p_attempt integer, p_planned timestamptz,
@@ -313,6 +317,9 @@ DECLARE
     v_error text := '';
     v_state text := '';
     v_context text;
+    v_detail text;
+    v_hint text;
+    v_said text := '';
 BEGIN
     IF p_lost IS NOT NULL THEN
         RETURN timers._lost_outcome(p_lost) || jsonb_build_object('late_ms',
@@ -325,6 +332,10 @@ BEGIN
     PERFORM set_config('pgtimers.attempt', p_attempt::text, true);
     PERFORM set_config('application_name', left('pgtimers: ' || t.name, 63), true);
     v_start := clock_timestamp();
+    IF current_setting('pgtimers.run_notices', true) = 'on' THEN
+        -- the run's timers.runs row will have this timer and started_at
+        RAISE NOTICE 'pgtimers: run' USING ERRCODE = 'PGT01', DETAIL = t.id || ' ' || v_start;
+    END IF;
     BEGIN
         -- a trading timer whose calendar is gone fails: calendar 'X' does not exist
         PERFORM timers._calendar_ready(t.spec, p_due, t.zone);
@@ -333,10 +344,12 @@ BEGIN
         v_ok := false;
         v_state := SQLSTATE;
         v_error := timers._run_error(SQLSTATE, SQLERRM, t.timeout);
+        GET STACKED DIAGNOSTICS v_detail = PG_EXCEPTION_DETAIL, v_hint = PG_EXCEPTION_HINT,
+                                v_context = PG_EXCEPTION_CONTEXT;
+        v_said := timers._error_said(v_detail, v_hint);
         IF v_state = '55P03' THEN
             -- what waited (the waiter's lock is gone with the error): the statement, or
             -- the tuple and relation of a row lock, from the error's context
-            GET STACKED DIAGNOSTICS v_context = PG_EXCEPTION_CONTEXT;
             v_error := v_error || timers._lock_waiter(v_context);
         END IF;
         -- a rollback does not let go of session advisory locks the SQL took
@@ -344,7 +357,7 @@ BEGIN
     END;
     RETURN jsonb_build_object(
         'ok', v_ok, 'error', v_error, 'sqlstate', v_state, 'rows', coalesce(v_rows, 0),
-        'started_at', v_start, 'took_ms', timers._ms(clock_timestamp() - v_start),
+        'messages', v_said, 'started_at', v_start, 'took_ms', timers._ms(clock_timestamp() - v_start),
         'late_ms', CASE WHEN t.test_clock IS NULL THEN timers._ms(v_start - p_planned)
                         ELSE timers._ms(p_now - p_planned) END);
 END
@@ -358,7 +371,7 @@ CREATE OR REPLACE FUNCTION timers._lost_outcome(p_lost jsonb) RETURNS jsonb
     AS $$
         SELECT jsonb_build_object(
             'ok', false, 'error', timers._cut(p_lost->>'error'), 'sqlstate', p_lost->>'sqlstate',
-            'rows', 0, 'started_at', (p_lost->>'at')::timestamptz,
+            'rows', 0, 'messages', '', 'started_at', (p_lost->>'at')::timestamptz,
             'took_ms', greatest(timers._ms(clock_timestamp() - (p_lost->>'at')::timestamptz), 0))
     $$;
 
@@ -1291,7 +1304,9 @@ $$;
 -- records it (timers._run_lost). p_mark is the runner's secret for its connection (a
 -- timer's SQL cannot read it, so it cannot pass for a claim); NULL (a runner of an older
 -- version) says nothing. client_min_messages is the runner's (notice) here: the run's
--- settings come after.
+-- settings come after. A runner that says its mark also reads what the run says: for
+-- the rest of the transaction, timers._execute tells it which run starts
+-- (pgtimers.run_notices), so that the notices after belong to that run.
 CREATE OR REPLACE FUNCTION timers._say_claimed(p_mark text, p_kind text, p_id bigint, p_at timestamptz)
     RETURNS void
     LANGUAGE plpgsql VOLATILE
@@ -1302,6 +1317,7 @@ BEGIN
         RAISE NOTICE 'pgtimers: claimed' USING DETAIL = jsonb_build_object(
             'mark', p_mark, 'kind', p_kind, 'id', p_id, 'due_at', p_at,
             'at', clock_timestamp())::text;
+        PERFORM set_config('pgtimers.run_notices', 'on', true);
     END IF;
 END
 $$;

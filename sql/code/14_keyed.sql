@@ -726,7 +726,8 @@ BEGIN
 END
 $$;
 
--- The same for a keyed timer.
+-- The same for a keyed timer (its messages: an error's DETAIL and HINT, for its failed
+-- event; a keyed timer keeps no timers.runs row, so no notice of its run is kept).
 CREATE OR REPLACE FUNCTION timers._keyed_execute(k timers.keyed_timers, p_lost jsonb DEFAULT NULL)
     RETURNS jsonb
     LANGUAGE plpgsql
@@ -738,6 +739,9 @@ DECLARE
     v_ok boolean := true;
     v_error text := '';
     v_state text := '';
+    v_detail text;
+    v_hint text;
+    v_said text := '';
 BEGIN
     IF p_lost IS NOT NULL THEN
         RETURN timers._lost_outcome(p_lost);
@@ -756,11 +760,13 @@ BEGIN
         v_ok := false;
         v_state := SQLSTATE;
         v_error := timers._run_error(SQLSTATE, SQLERRM, NULL);
+        GET STACKED DIAGNOSTICS v_detail = PG_EXCEPTION_DETAIL, v_hint = PG_EXCEPTION_HINT;
+        v_said := timers._error_said(v_detail, v_hint);
         -- a rollback does not let go of session advisory locks the SQL took
         PERFORM pg_catalog.pg_advisory_unlock_all();
     END;
     RETURN jsonb_build_object('ok', v_ok, 'error', v_error, 'sqlstate', v_state,
-        'rows', coalesce(v_rows, 0), 'started_at', v_start,
+        'rows', coalesce(v_rows, 0), 'messages', v_said, 'started_at', v_start,
         'took_ms', timers._ms(clock_timestamp() - v_start));
 END
 $$;
@@ -853,7 +859,7 @@ BEGIN
         'late_by', v_late::text));
     IF NOT v_ok THEN
         PERFORM timers._event('failed', k.key, k.owed_at, 1, r->>'error', r->>'sqlstate',
-                              jsonb_build_object('kind', 'keyed'));
+                              jsonb_build_object('kind', 'keyed'), NULL, r->>'messages');
     END IF;
     RETURN jsonb_build_object(
         'timer', k.key, 'kind', 'keyed', 'due_at', timers._iso(k.owed_at), 'ok', v_ok,

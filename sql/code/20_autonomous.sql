@@ -123,7 +123,7 @@ END
 $$;
 
 -- Record the outcome of autonomous run p_run, as the runner saw it (p_outcome: {ok,
--- error, sqlstate, rows}): its running rows go and the attempt is recorded by the routine
+-- error, sqlstate, rows, messages, messages_cut}): its running rows go and the attempt is recorded by the routine
 -- that records an attempt of its kind (timers._due_recorded, _retry_recorded,
 -- _request_recorded): retries, pause_after, due times that came while it ran, all as for
 -- a timer run in one transaction. NULL when it was recorded already (an attempt taken for
@@ -154,7 +154,9 @@ $$;
 
 -- Record attempt a of timer t (both rows locked by the caller) with outcome p_outcome
 -- ({ok, error, sqlstate, rows}; error as the server said it, made plain here by
--- timers._run_error).
+-- timers._run_error; messages: what the owner's session was told while it ran, its NOTICE,
+-- INFO and WARNING messages and its error's DETAIL and HINT, of which the runner cut
+-- messages_cut bytes already: kept to 8 KB, timers._messages_cut).
 CREATE OR REPLACE FUNCTION timers._autonomous_record(
     t timers.timers, a timers.autonomous_runs, p_outcome jsonb, p_runner text)
     RETURNS jsonb
@@ -170,6 +172,8 @@ DECLARE
                                              coalesce(p_outcome->>'error', ''), t.timeout) END,
         'sqlstate', coalesce(p_outcome->>'sqlstate', ''),
         'rows', coalesce((p_outcome->>'rows')::bigint, 0),
+        'messages', timers._messages_cut(p_outcome->>'messages',
+                                         coalesce((p_outcome->>'messages_cut')::bigint, 0)),
         'started_at', a.started_at,
         'took_ms', greatest(timers._ms(clock_timestamp() - a.started_at), 0),
         'late_ms', timers._ms(a.started_at - a.planned_at));

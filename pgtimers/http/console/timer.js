@@ -147,8 +147,29 @@ function renderRuns(d) {
     const why = el("td", r.kind === "skipped" ? r.reason : r.error, r.kind === "skipped" ? "reason" : "error");
     why.title = why.textContent;
     tr.appendChild(why);
+    tr.appendChild(messagesCell(r.messages || ""));
     body.appendChild(tr);
   }
+}
+
+// What a run said (its NOTICE, INFO and WARNING messages, its error's DETAIL and HINT):
+// a short one as it is, a longer one collapsed under its first line.
+const MESSAGES_SHORT = 120;
+
+function messagesCell(text) {
+  const td = el("td", null, "messages");
+  if (!text) return td;
+  const lines = text.split("\n");
+  if (lines.length === 1 && text.length <= MESSAGES_SHORT) {
+    td.appendChild(el("pre", text));
+    return td;
+  }
+  const box = el("details");
+  const first = lines[0].length > MESSAGES_SHORT ? lines[0].slice(0, MESSAGES_SHORT) + "…" : lines[0];
+  box.appendChild(el("summary", `${first} (${lines.length} ${lines.length === 1 ? "line" : "lines"})`));
+  box.appendChild(el("pre", text));
+  td.appendChild(box);
+  return td;
 }
 
 function renderAudit(d) {
