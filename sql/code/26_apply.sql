@@ -216,6 +216,21 @@ BEGIN
 END
 $$;
 
+-- Raise again an error of the item p_what ('timer "x"', 'calendar "x"') of a declared set:
+-- its SQLSTATE, its message after the item's name, its hint (if any).
+CREATE OR REPLACE FUNCTION timers._apply_error(p_what text, p_state text, p_message text, p_hint text)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF coalesce(p_hint, '') = '' THEN
+        RAISE EXCEPTION USING ERRCODE = p_state, MESSAGE = format('%s: %s', p_what, p_message);
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = p_state, MESSAGE = format('%s: %s', p_what, p_message), HINT = p_hint;
+END
+$$;
+
 -- The body of timers.apply, for p_actor (proven by the caller): each calendar of the spec
 -- is written, then each timer saved as timers.save would, in a subtransaction that is
 -- rolled back when nothing of its definition changed (no audit row, no change to
@@ -262,9 +277,8 @@ BEGIN
             EXCEPTION WHEN OTHERS THEN
                 GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT,
                                         v_hint = PG_EXCEPTION_HINT;
-                RAISE EXCEPTION USING ERRCODE = v_state,
-                    MESSAGE = format('calendar "%s": %s', coalesce(v_cal->>'name', '(no name)'), v_message),
-                    HINT = v_hint;
+                PERFORM timers._apply_error(format('calendar "%s"', coalesce(v_cal->>'name', '(no name)')),
+                                            v_state, v_message, v_hint);
             END;
             action := c.action;
             name := c.name;
@@ -296,9 +310,8 @@ BEGIN
                 WHEN OTHERS THEN
                     GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT,
                                             v_hint = PG_EXCEPTION_HINT;
-                    RAISE EXCEPTION USING ERRCODE = v_state,
-                        MESSAGE = format('timer "%s": %s', coalesce(v_name, '(no name)'), v_message),
-                        HINT = v_hint;
+                    PERFORM timers._apply_error(format('timer "%s"', coalesce(v_name, '(no name)')),
+                                                v_state, v_message, v_hint);
             END;
             v_names := v_names || lower(n.name);
             v_counts := jsonb_set(v_counts, ARRAY[v_action], to_jsonb((v_counts->>v_action)::integer + 1));
@@ -316,8 +329,7 @@ BEGIN
                 EXCEPTION WHEN OTHERS THEN
                     GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT,
                                             v_hint = PG_EXCEPTION_HINT;
-                    RAISE EXCEPTION USING ERRCODE = v_state,
-                        MESSAGE = format('timer "%s": %s', o.name, v_message), HINT = v_hint;
+                    PERFORM timers._apply_error(format('timer "%s"', o.name), v_state, v_message, v_hint);
                 END;
                 v_counts := jsonb_set(v_counts, '{delete}', to_jsonb((v_counts->>'delete')::integer + 1));
                 action := 'delete';
@@ -405,6 +417,7 @@ REVOKE ALL ON FUNCTION
     timers._apply_label(jsonb),
     timers._calendar_definition(text),
     timers._apply_calendar(name,jsonb),
+    timers._apply_error(text,text,text,text),
     timers._apply(name,jsonb,boolean,boolean),
     timers.apply(jsonb,boolean,boolean),
     timers._export(name,text),
