@@ -41,19 +41,61 @@ END
 $$;
 
 -- What changed from timer row o to row n: {option: {from, to}} for each option of the
--- definition that differs, and for the role it runs as (owner) and the set that declares
--- it (managed_by). {} when nothing did.
+-- definition that differs, and for the role it runs as (owner). {} when nothing did. (The
+-- set that declares it, managed_by, is no change by itself: it follows a change.)
 CREATE OR REPLACE FUNCTION timers._timer_changes(o timers.timers, n timers.timers) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
-    v_old jsonb := timers._timer_options(o) || jsonb_build_object('owner', o.owner, 'managed_by', o.managed_by);
-    v_new jsonb := timers._timer_options(n) || jsonb_build_object('owner', n.owner, 'managed_by', n.managed_by);
+    v_old jsonb := timers._timer_options(o) || jsonb_build_object('owner', o.owner);
+    v_new jsonb := timers._timer_options(n) || jsonb_build_object('owner', n.owner);
 BEGIN
     RETURN coalesce((SELECT jsonb_object_agg(k.key, jsonb_build_object('from', v_old->k.key, 'to', k.value))
                        FROM jsonb_each(v_new) k
                       WHERE k.value IS DISTINCT FROM v_old->k.key), '{}');
+END
+$$;
+
+-- Whether timer p_timer of a declared set (JSON, as timers.save takes it) is what row o
+-- already is, for role p_owner: the same definition, read as timers.save reads it
+-- (defaults, zone, schedule in its own words), and the same owner. Lets an apply leave an
+-- unchanged timer alone without saving it and rolling the save back.
+CREATE OR REPLACE FUNCTION timers._timer_unchanged(o timers.timers, p_timer jsonb, p_owner name)
+    RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    a record := timers._timer_args(p_timer);
+    n timers.timers := o;
+    v_zone text;
+BEGIN
+    IF o.owner IS DISTINCT FROM p_owner OR a.name IS DISTINCT FROM o.name
+       OR a.test_clock IS DISTINCT FROM o.test_clock THEN
+        RETURN false;
+    END IF;
+    v_zone := CASE WHEN a.timezone IS NULL THEN NULL ELSE timers._check_zone(a.timezone) END;
+    n.schedule := timers._parse_schedule(a.schedule, timers._zone(v_zone), timers._now(a.test_clock))->>'schedule';
+    n.sql := a.sql;
+    n.enabled := a.enabled;
+    n.timezone := v_zone;
+    n.catch_up := a.catch_up;
+    n.start_at := a.start_at;
+    n.end_at := a.end_at;
+    n.max_runs := a.max_runs;
+    n.timeout := a.timeout;
+    n.locked := a.locked;
+    n.retries := a.retries;
+    n.retry_delay := a.retry_delay;
+    n.pause_after := a.pause_after;
+    n.jitter := nullif(a.jitter, interval '0');
+    n.priority := a.priority;
+    n.catch_up_window := a.catch_up_window;
+    n.autonomous := a.autonomous;
+    n.deadline := a.deadline;
+    n.history := a.history;
+    RETURN timers._timer_options(n) = timers._timer_options(o);
 END
 $$;
 
@@ -291,18 +333,24 @@ BEGIN
             SELECT * INTO o FROM timers.timers x WHERE lower(x.name) = lower(v_name);
             v_changes := NULL;
             BEGIN
-                PERFORM timers._save_one(p_actor, v_executor, v_timer, NULL, v_label, true);
-                SELECT * INTO n FROM timers.timers x WHERE lower(x.name) = lower(v_name);
-                v_changes := CASE WHEN o.id IS NULL THEN timers._timer_definition(n)
-                                  ELSE timers._timer_changes(o, n) END;
-                v_action := CASE WHEN o.id IS NULL THEN 'create' WHEN v_changes = '{}' THEN 'unchanged'
-                                 ELSE 'update' END;
-                IF o.locked AND v_action = 'update' THEN
-                    PERFORM timers._refuse_locked(o, 'changed by an apply');
-                END IF;
-                IF v_action = 'unchanged' THEN
-                    -- roll the save back: an unchanged timer is not touched
-                    RAISE EXCEPTION USING ERRCODE = 'PTA01';
+                IF o.id IS NOT NULL AND timers._timer_unchanged(o, v_timer, p_actor) THEN
+                    n := o;
+                    v_changes := '{}';
+                    v_action := 'unchanged';
+                ELSE
+                    PERFORM timers._save_one(p_actor, v_executor, v_timer, NULL, v_label, true);
+                    SELECT * INTO n FROM timers.timers x WHERE lower(x.name) = lower(v_name);
+                    v_changes := CASE WHEN o.id IS NULL THEN timers._timer_definition(n)
+                                      ELSE timers._timer_changes(o, n) END;
+                    v_action := CASE WHEN o.id IS NULL THEN 'create' WHEN v_changes = '{}' THEN 'unchanged'
+                                     ELSE 'update' END;
+                    IF o.locked AND v_action = 'update' THEN
+                        PERFORM timers._refuse_locked(o, 'changed by an apply');
+                    END IF;
+                    IF v_action = 'unchanged' THEN
+                        -- roll the save back: an unchanged timer is not touched
+                        RAISE EXCEPTION USING ERRCODE = 'PTA01';
+                    END IF;
                 END IF;
             EXCEPTION
                 WHEN SQLSTATE 'PTA01' THEN
@@ -414,6 +462,7 @@ REVOKE ALL ON FUNCTION
     timers._timer_options(timers.timers),
     timers._timer_definition(timers.timers),
     timers._timer_changes(timers.timers,timers.timers),
+    timers._timer_unchanged(timers.timers,jsonb,name),
     timers._apply_label(jsonb),
     timers._calendar_definition(text),
     timers._apply_calendar(name,jsonb),
