@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,7 +15,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-_TEXT = st.text(st.characters(blacklist_categories=("Cs",)))
+_TEXT = st.text(st.characters(exclude_categories=["Cs"]))
 
 
 @given(_TEXT)
@@ -35,11 +36,11 @@ def test_sql_of_several_lines_is_a_literal_block_when_that_is_safe() -> None:
 
 
 def test_a_document_of_timers_and_calendars_reads_back() -> None:
-    timers = [
+    timers: list[dict[str, Any]] = [
         {"sql": "SELECT 1;\n", "name": "a", "schedule": "every 5m", "retries": 3, "locked": True},
         {"name": "b c", "schedule": "hourly", "sql": "x", "timezone": None},
     ]
-    calendars = [
+    calendars: list[dict[str, Any]] = [
         {
             "name": "nepse",
             "week": "sun-thu",
