@@ -51,7 +51,7 @@ GOOD = '[[timer]]\nname = "good"\nschedule = "hourly"\nsql = "SELECT 1"\n\n'
             'timer "x": bad "every" schedule',
         ),
         (
-            '[[timer]]\nname = "x"\nschedule = "hourly"\nsql = "SELECT 1"\ntimezone = "Mars/Base"\n',
+            '[[timer]]\nname = "x"\nschedule = "hourly"\nsql = "SELECT 1"\ntimezone = "Mars/X"\n',
             6,
             'timer "x": ',
         ),
