@@ -74,6 +74,9 @@ TIMER_FIELDS: dict[str, dict[str, Any]] = {
     "deadline_missed": dict(INT, description="due times that missed their deadline"),
     "history": {"type": "string", "enum": ["all", "failures"]},
     "last_success_ms": dict(INT, description="when a run last committed successfully; 0: never"),
+    "managed_by": nullable(
+        dict(STR, description="the file set (timers.apply) that declares it; null: saved by hand")
+    ),
 }
 
 TIME = {"oneOf": [{"type": "string"}, INT], "nullable": True}

@@ -75,13 +75,15 @@ SELECT
     -- 'all', or 'failures': a run that went well keeps no timers.runs row
     t.history,
     -- when a run last committed successfully (0: never)
-    coalesce((extract(epoch FROM t.last_success_at) * 1000)::bigint, 0) AS last_success_ms
+    coalesce((extract(epoch FROM t.last_success_at) * 1000)::bigint, 0) AS last_success_ms,
+    -- the file set (timers.apply) that declares it; NULL: saved by hand
+    t.managed_by
 FROM timers.timers t
 -- deleted while running: gone already
 WHERE NOT EXISTS (SELECT 1 FROM timers.pending_changes pc WHERE pc.timer_id = t.id AND pc.action = 'delete');
 
 COMMENT ON VIEW timers.status IS
-    'One row per timer: the fields of GET /api/timers (to_jsonb(row) is the HTTP body), plus timezone, catch_up, start_at, end_at, max_runs, expired, locked and the run policies retries, retry_delay, pause_after, jitter, priority, paused_ms (turned off by pause_after), catch_up_window, autonomous (the SQL runs outside one transaction, as its owner), deadline, deadline_missed_ms and deadline_missed (due times with no successful commit within the deadline), history (all or failures) and last_success_ms.';
+    'One row per timer: the fields of GET /api/timers (to_jsonb(row) is the HTTP body), plus timezone, catch_up, start_at, end_at, max_runs, expired, locked and the run policies retries, retry_delay, pause_after, jitter, priority, paused_ms (turned off by pause_after), catch_up_window, autonomous (the SQL runs outside one transaction, as its owner), deadline, deadline_missed_ms and deadline_missed (due times with no successful commit within the deadline), history (all or failures), last_success_ms, and managed_by (the file set of timers.apply that declares it).';
 
 -- VOLATILE on purpose: it must see the row the same statement has just written.
 CREATE OR REPLACE FUNCTION timers._status(p_name text) RETURNS timers.status

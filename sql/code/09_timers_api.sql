@@ -288,9 +288,12 @@ $$;
 -- p_executor, planned from p_now; writes its audit row. Its name. p_sql_checked: SQL
 -- that has passed timers._check_sql for a timer that is not autonomous in this call (the
 -- timer before, in save_many), which is not checked again when this timer's SQL is the
--- same text (an autonomous timer's check refuses less: what passed passes).
+-- same text (an autonomous timer's check refuses less: what passed passes). p_managed_by:
+-- the file set that declares it (timers.apply; NULL: saved by hand). p_locked_ok: a locked
+-- timer is saved too (timers.apply, which keeps it only when nothing changed).
 CREATE OR REPLACE FUNCTION timers._save_one(
-    p_owner name, p_executor text, p_timer jsonb, p_sql_checked text DEFAULT NULL)
+    p_owner name, p_executor text, p_timer jsonb, p_sql_checked text DEFAULT NULL,
+    p_managed_by text DEFAULT NULL, p_locked_ok boolean DEFAULT false)
     RETURNS text
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -331,7 +334,7 @@ BEGIN
     END IF;
 
     v_old := timers._lock_for_change(a.name);
-    IF v_old.id IS NOT NULL THEN
+    IF v_old.id IS NOT NULL AND NOT p_locked_ok THEN
         PERFORM timers._refuse_locked(v_old, 'changed');
     END IF;
     -- Planned before it is written, from what _plan reads (a saved timer starts
@@ -349,12 +352,13 @@ BEGIN
     INSERT INTO timers.timers AS t (name, schedule, spec, sql, enabled, timezone, catch_up, start_at,
                                     end_at, max_runs, timeout, locked, test_clock, owner, executor, zone,
                                     next_due_at, expired, retries, retry_delay, pause_after, jitter,
-                                    priority, catch_up_window, origin_at, autonomous, deadline, history)
+                                    priority, catch_up_window, origin_at, autonomous, deadline, history,
+                                    managed_by)
     VALUES (a.name, v_spec->>'schedule', v_spec, a.sql, a.enabled, v_zone, a.catch_up, a.start_at,
             a.end_at, a.max_runs, a.timeout, a.locked, a.test_clock, p_owner, p_executor,
             v_row.zone, v_next, v_next IS NULL AND a.enabled, a.retries, a.retry_delay, a.pause_after,
             nullif(a.jitter, interval '0'), a.priority, a.catch_up_window, v_now, a.autonomous,
-            a.deadline, a.history)
+            a.deadline, a.history, p_managed_by)
     ON CONFLICT ((lower(name))) DO UPDATE
         SET name = EXCLUDED.name, schedule = EXCLUDED.schedule, spec = EXCLUDED.spec,
             sql = EXCLUDED.sql, enabled = EXCLUDED.enabled, timezone = EXCLUDED.timezone,
@@ -366,7 +370,7 @@ BEGIN
             retries = EXCLUDED.retries, retry_delay = EXCLUDED.retry_delay,
             pause_after = EXCLUDED.pause_after, jitter = EXCLUDED.jitter, priority = EXCLUDED.priority,
             catch_up_window = EXCLUDED.catch_up_window, autonomous = EXCLUDED.autonomous,
-            deadline = EXCLUDED.deadline, history = EXCLUDED.history,
+            deadline = EXCLUDED.deadline, history = EXCLUDED.history, managed_by = EXCLUDED.managed_by,
             -- the new definition's due times are its own: none of them is settled yet
             deadline_due_at = NULL,
             -- the timer keeps its origin, unless it moves to another clock
@@ -601,11 +605,22 @@ CREATE OR REPLACE FUNCTION timers._delete(p_actor name, p_name text) RETURNS voi
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
+BEGIN
+    PERFORM timers._take_ticket(p_actor, 'delete a timer');
+    PERFORM timers._delete_timer(p_actor, p_name);
+END
+$$;
+
+-- Delete timer p_name for p_actor (proven by the caller): at once, or at the end of its
+-- run; audited, and the runners told.
+CREATE OR REPLACE FUNCTION timers._delete_timer(p_actor name, p_name text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
 DECLARE
     r record;
     t timers.timers;
 BEGIN
-    PERFORM timers._take_ticket(p_actor, 'delete a timer');
     r := timers._lock_or_running(p_name);
     t := r.t;
     IF t.id IS NULL THEN
@@ -883,7 +898,7 @@ COMMENT ON FUNCTION timers.cancel(text) IS
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION
     timers._timer_args(jsonb),
-    timers._save_one(name,text,jsonb,text),
+    timers._save_one(name,text,jsonb,text,text,boolean),
     timers.save_many(jsonb),
     timers._plan(timers.timers,timestamp with time zone),
     timers._no_such_timer(text),
@@ -899,6 +914,7 @@ REVOKE ALL ON FUNCTION
     timers._set_enabled(name,text,boolean),
     timers.enable(text,boolean),
     timers._delete(name,text),
+    timers._delete_timer(name,text),
     timers.delete(text),
     timers._set_timezone(name,text),
     timers.set_timezone(text),

@@ -55,6 +55,7 @@ STATUS_FIELDS = [
     "deadline_missed",
     "history",
     "last_success_ms",
+    "managed_by",
 ]
 
 
