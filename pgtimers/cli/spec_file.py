@@ -86,15 +86,42 @@ class Spec:
 
 
 def _outside_strings(text: str) -> list[tuple[int, str]]:
-    """The numbered lines that do not start inside a multi-line string."""
+    """The numbered lines that do not start inside a multi-line string (quotes, escapes
+    and comments followed as TOML reads them)."""
     lines: list[tuple[int, str]] = []
-    in_string: str | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if in_string is None:
-            lines.append((number, line))
-        for quote in ("'''", '"""'):
-            if in_string in (None, quote) and line.count(quote) % 2 == 1:
-                in_string = None if in_string == quote else quote
+    opened: str | None = None  # the quote of the string we are in, if any
+    at, number, end = 0, 1, len(text)
+    starts_inside = False
+    while at <= end:
+        if at == end or text[at] == "\n":
+            if not starts_inside:
+                line_start = text.rfind("\n", 0, at) + 1
+                lines.append((number, text[line_start:at]))
+            if opened in ('"', "'", "#"):
+                opened = None  # a one-line string or a comment ends with its line
+            number, at, starts_inside = number + 1, at + 1, opened is not None
+            continue
+        char = text[at]
+        if opened is None:
+            for quote in ('"""', "'''", '"', "'", "#"):
+                if text.startswith(quote, at):
+                    opened, at = quote, at + len(quote)
+                    break
+            else:
+                at += 1
+        elif opened == "#":
+            at += 1
+        elif char == "\\" and opened in ('"', '"""'):
+            at += 2 if at + 1 < end and text[at + 1] != "\n" else 1
+        elif text.startswith(opened, at):
+            at += len(opened)
+            if len(opened) == 3:  # up to two quotes more belong to the string
+                extra = 0
+                while extra < 2 and at < end and text[at] == opened[0]:
+                    at, extra = at + 1, extra + 1
+            opened = None
+        else:
+            at += 1
     return lines
 
 

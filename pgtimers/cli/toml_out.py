@@ -66,7 +66,7 @@ def _is_tables(item: Any) -> bool:
 def table(header: str, fields: Mapping[str, Any], order: Sequence[str] = ()) -> str:
     """`[[header]]` with its keys (those named in `order` first, in that order), then its
     arrays of tables as `[[header.key]]`; a None value is left out."""
-    names = [k for k in order if k in fields] + [k for k in fields if k not in order]
+    names = list(dict.fromkeys([*(k for k in order if k in fields), *fields]))
     lines = [f"[[{header}]]"]
     nested = []
     for name in names:

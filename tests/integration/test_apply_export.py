@@ -3,6 +3,7 @@ and the complete example of docs/timers-as-code.md applies."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -49,14 +50,27 @@ def test_an_export_applied_back_is_unchanged_only(
              pause_after => 4, jitter => '10 seconds', priority => -5,
              catch_up_window => '2 hours', deadline => '1 hour', history => 'failures')"""
     )
-    conn.execute("SELECT timers.save('quoted', 'hourly', E'SELECT \\'''''''\\'\nx\\t')")
-    conn.execute("SELECT timers.save('sealed', 'hourly', 'SELECT 2', locked => true)")
+    # three quotes in a row and a carriage return: written as a basic string with escapes
+    quoted = "SELECT 'it''''s' AS q,\n\t'\\' AS \"b\"\r\n"
+    conn.execute("SELECT timers.save('quoted', 'hourly', %s)", [quoted])
     conn.execute("SELECT timers.save('vacuum', 'sun 03:00', 'VACUUM', autonomous => true)")
 
+    # timers saved by hand: the first apply of their export adopts them (managed_by only)
     exported = cli(db, "export")
     assert exported.returncode == 0, exported.stderr
     assert "[[timer]]" in exported.stdout and 'name = "rich"' in exported.stdout
     assert "retry_delay" not in exported.stdout.split('name = "plain"')[1].split("[[")[0]
+    path = write(tmp_path, "export.toml", exported.stdout)
+    adopt = json.loads(cli(db, "apply", path, "--check", "--json").stdout)["plan"]
+    assert {s["action"] for s in adopt} == {"update"}
+    assert all(s["changes"] == {"managed_by": {"from": None, "to": "apply"}} for s in adopt)
+    assert cli(db, "apply", path).returncode == 0
+
+    # and a locked one the files declare
+    sealed = '[[timer]]\nname = "sealed"\nschedule = "hourly"\nsql = "SELECT 2"\nlocked = true\n'
+    assert cli(db, "apply", write(tmp_path, "sealed.toml", sealed)).returncode == 0
+
+    exported = cli(db, "export")
     path = write(tmp_path, "export.toml", exported.stdout)
     checked = cli(db, "apply", path, "--check")
     assert checked.returncode == 0, checked.stdout + checked.stderr

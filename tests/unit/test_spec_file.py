@@ -3,10 +3,14 @@ bad input named by file and line."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from pgtimers.cli import toml_out
 from pgtimers.cli.spec_file import SpecError, read_files
 
 
@@ -151,3 +155,32 @@ def test_an_unreadable_file(tmp_path: Path) -> None:
     assert _errors(tmp_path / "nope.toml") == [
         f"{tmp_path}/nope.toml: cannot read it (No such file or directory)"
     ]
+
+
+def test_headers_inside_strings_and_comments_are_not_tables(tmp_path: Path) -> None:
+    text = (
+        '[[timer]]\nname = "a"\nschedule = "hourly"\n'
+        "sql = \"SELECT 'it''''s'\"  # ''' in a comment\n\n"
+        '[[timer]]\nname = "b"\nschedule = "hourly"\n'
+        'sql = """\n[[timer]]\n\\"""\n"""\n\n'
+        "[[timer]]\nname = \"c\"\nschedule = \"hourly\"\nsql = '''\n[[timer]]\n'''\n"
+        "retries = 1\n"
+    )
+    spec = read_files([_write(tmp_path, "t.toml", text)])
+    assert [w.rsplit(":", 1)[1] for w in spec.where.values()] == ["1", "6", "14"]
+    bad = _write(tmp_path, "bad.toml", text.replace("retries = 1", "retries = true"))
+    assert _errors(bad) == [f'{bad}:20: timer "c": retries must be an integer, not a boolean']
+
+
+@settings(max_examples=50)
+@given(st.lists(st.text(st.characters(exclude_categories=["Cs"])), min_size=1, max_size=5))
+def test_the_line_of_each_timer_of_an_export_is_its_header(sqls: list[str]) -> None:
+    timers = [{"name": f"t{i}", "schedule": "hourly", "sql": s} for i, s in enumerate(sqls)]
+    text = toml_out.document({}, [("timer", timers)], ["name", "schedule"])
+    with tempfile.TemporaryDirectory() as folder:
+        spec = read_files([_write(Path(folder), "t.toml", text)])
+    lines = text.split("\n")  # TOML lines end at \n only
+    assert [lines[int(w.rsplit(":", 1)[1]) - 1] for w in spec.where.values()] == [
+        "[[timer]]"
+    ] * len(sqls)
+    assert [t["sql"] for t in spec.timers] == sqls

@@ -56,3 +56,8 @@ def test_a_document_of_timers_and_calendars_reads_back() -> None:
     assert back["managed_by"] == "shop"
     assert back["timer"] == [{k: v for k, v in t.items() if v is not None} for t in timers]
     assert back["calendar"] == [{k: v for k, v in calendars[0].items() if v != []}]
+
+
+def test_a_key_named_in_the_order_and_the_fields_is_written_once() -> None:
+    text = toml_out.table("calendar", {"name": "n", "week": "mon"}, ["name", "x", "name"])
+    assert text == '[[calendar]]\nname = "n"\nweek = "mon"\n'
