@@ -5,6 +5,7 @@ file and the line; tomllib gives no positions, so a table's line is found in the
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import datetime as dt
 import difflib
@@ -125,28 +126,30 @@ def _outside_strings(text: str) -> list[tuple[int, str]]:
     return lines
 
 
-def _headers(text: str, table: str, after: int = 0) -> list[int]:
-    """The line numbers of the `[[table]]` headers after line `after`."""
-    return [
-        number
-        for number, line in _outside_strings(text)
-        if number > after
-        and (found := _HEADER.match(line))
-        and re.sub(r"\s", "", found.group(1)) == table
-    ]
+class _Lines:
+    """The lines of a file that start outside strings, read once, to find tables and keys."""
 
+    def __init__(self, text: str) -> None:
+        self.rows = _outside_strings(text)
+        self.numbers = [number for number, _ in self.rows]
 
-def _key_line(text: str, start: int, key: str) -> int:
-    """The line of `key = …` in the table that starts on line `start` (else `start`)."""
-    pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
-    for number, line in _outside_strings(text):
-        if number <= start:
-            continue
-        if _HEADER.match(line) or re.match(r"^\s*\[", line):
-            break
-        if pattern.match(line):
-            return number
-    return start
+    def headers(self, table: str, after: int = 0) -> list[int]:
+        """The line numbers of the `[[table]]` headers after line `after`."""
+        return [
+            number
+            for number, line in self.rows[bisect.bisect_right(self.numbers, after) :]
+            if (found := _HEADER.match(line)) and re.sub(r"\s", "", found.group(1)) == table
+        ]
+
+    def key(self, start: int, key: str) -> int:
+        """The line of `key = …` in the table that starts on line `start` (else `start`)."""
+        pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+        for number, line in self.rows[bisect.bisect_right(self.numbers, start) :]:
+            if re.match(r"^\s*\[", line):
+                break
+            if pattern.match(line):
+                return number
+        return start
 
 
 def _kind_of(value: Any) -> str:
@@ -194,6 +197,7 @@ class _Reader:
     def __init__(self, path: Path, text: str, spec: Spec, errors: list[str]) -> None:
         self.path, self.text, self.spec, self.errors = path, text, spec, errors
         self.kind = "timer"
+        self.lines = _Lines(text)
 
     def fail(self, line: int, what: str, message: str) -> None:
         self.errors.append(f"{self.path}:{line}: {what}{message}")
@@ -207,7 +211,7 @@ class _Reader:
             return None
         out: dict[str, Any] = {}
         for key, value in raw.items():
-            at = _key_line(self.text, line, key)
+            at = self.lines.key(line, key)
             if key in lists:
                 out[key] = self.rows(value, at, what, key, lists[key])
             elif key not in keys:
@@ -225,7 +229,7 @@ class _Reader:
         if not isinstance(value, list):
             self.fail(line, what, f"{key} must be an array of tables, not {_kind_of(value)}")
             return []
-        headers = _headers(self.text, f"{self.kind}.{key}", after=line)
+        headers = self.lines.headers(f"{self.kind}.{key}", after=line)
         found = [
             self.table(row, headers[i] if i < len(headers) else line, f"{what}{key}: ", keys, {})
             for i, row in enumerate(value)
@@ -266,7 +270,7 @@ class _Reader:
         elif "sql_file" in table:
             relative = table.pop("sql_file")
             source = self.path.parent / relative
-            at = _key_line(self.text, line, "sql_file")
+            at = self.lines.key(line, "sql_file")
             try:
                 table["sql"] = source.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
@@ -299,8 +303,8 @@ class _Reader:
             return
         for key in data:
             if key not in TOP_KEYS:
-                at = _key_line(self.text, 0, key) if key else 1
-                headers = _headers(self.text, key)
+                at = self.lines.key(0, key) if key else 1
+                headers = self.lines.headers(key)
                 self.fail(headers[0] if headers else at, "", _unknown(key, sorted(TOP_KEYS)))
         label = data.get("managed_by")
         if label is not None:
@@ -308,16 +312,16 @@ class _Reader:
         for kind, read in (("timer", self.timer), ("calendar", self.calendar)):
             self.kind = kind
             tables = data.get(kind, [])
-            lines = _headers(self.text, kind)
+            lines = self.lines.headers(kind)
             if not isinstance(tables, list):
-                self.fail(_key_line(self.text, 0, kind), "", f"{kind} must be [[{kind}]] tables")
+                self.fail(self.lines.key(0, kind), "", f"{kind} must be [[{kind}]] tables")
                 continue
             for index, raw in enumerate(tables):
-                line = lines[index] if index < len(lines) else _key_line(self.text, 0, kind)
+                line = lines[index] if index < len(lines) else self.lines.key(0, kind)
                 read(raw, line)
 
     def managed_by(self, label: Any) -> None:
-        at = _key_line(self.text, 0, "managed_by")
+        at = self.lines.key(0, "managed_by")
         if not isinstance(label, str):
             self.fail(at, "", f"managed_by must be a string, not {_kind_of(label)}")
         elif self.spec.managed_by not in (None, label):
