@@ -11,6 +11,7 @@ import psycopg
 from pgtimers import __version__
 from pgtimers.cli import (
     admin,
+    apply,
     backfills,
     calendar_import,
     early_signals,
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_install)
 
     admin.add_parsers(sub)
+    apply.add_parsers(sub)
     backfills.add_parsers(sub)
     keyed.add_parser(sub)
     calendar_import.add_parser(sub)
