@@ -55,16 +55,17 @@ def test_an_export_applied_back_is_unchanged_only(
     conn.execute("SELECT timers.save('quoted', 'hourly', %s)", [quoted])
     conn.execute("SELECT timers.save('vacuum', 'sun 03:00', 'VACUUM', autonomous => true)")
 
-    # timers saved by hand: the first apply of their export adopts them (managed_by only)
+    # timers saved by hand: their export applies as unchanged (a label is no change by
+    # itself), and they stay saved by hand
     exported = cli(db, "export")
     assert exported.returncode == 0, exported.stderr
     assert "[[timer]]" in exported.stdout and 'name = "rich"' in exported.stdout
     assert "retry_delay" not in exported.stdout.split('name = "plain"')[1].split("[[")[0]
     path = write(tmp_path, "export.toml", exported.stdout)
-    adopt = json.loads(cli(db, "apply", path, "--check", "--json").stdout)["plan"]
-    assert {s["action"] for s in adopt} == {"update"}
-    assert all(s["changes"] == {"managed_by": {"from": None, "to": "apply"}} for s in adopt)
+    plan = json.loads(cli(db, "apply", path, "--check", "--json").stdout)["plan"]
+    assert {s["action"] for s in plan} == {"unchanged"}
     assert cli(db, "apply", path).returncode == 0
+    assert scalar(conn, "SELECT count(*) FROM timers.timers WHERE managed_by IS NOT NULL") == 0
 
     # and a locked one the files declare
     sealed = '[[timer]]\nname = "sealed"\nschedule = "hourly"\nsql = "SELECT 2"\nlocked = true\n'
