@@ -39,6 +39,7 @@ CONSOLE_FILES = {
     "chart.js": "text/javascript",
     "timer.js": "text/javascript",
     "keyed.js": "text/javascript",
+    "export.js": "text/javascript",
     "console.css": "text/css",
 }
 # The console is one origin's plain files: no inline script, no other site.
