@@ -70,20 +70,33 @@ def parse_object(raw: bytes, keys: dict[str, tuple[str, bool]], empty_ok: bool) 
         if empty_ok:
             return {}
         raise HttpError(400, f"the body must be a JSON object with {_list(keys)}")
-    try:
-        body = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-    except (ValueError, RecursionError) as exc:
-        raise HttpError(400, f"the body is not valid JSON: {exc}") from None
+    body = read_json(raw)
     if not isinstance(body, dict):
         raise HttpError(400, f"the body must be a JSON object with {_list(keys)}")
+    return check_object(body, keys)
+
+
+def read_json(raw: bytes) -> Any:
+    """The body's JSON value (NaN and Infinity are not JSON), or a 400."""
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        raise HttpError(400, f"the body is not valid JSON: {exc}") from None
+
+
+def check_object(
+    body: dict[str, Any], keys: dict[str, tuple[str, bool]], where: str = "the body"
+) -> dict[str, Any]:
+    """The known keys of an object, each checked for its kind: an unknown key, a
+    missing one or a value of the wrong type is a 400 naming it."""
     for key in body:
         if key not in keys:
-            raise HttpError(400, f"unknown key {key!r} in the body; the keys are {_list(keys)}")
+            raise HttpError(400, f"unknown key {key!r} in {where}; the keys are {_list(keys)}")
     checked: dict[str, Any] = {}
     for key, (kind, required) in keys.items():
         if key not in body:
             if required:
-                raise HttpError(400, f"key {key!r} is missing from the body")
+                raise HttpError(400, f"key {key!r} is missing from {where}")
             continue
         checked[key] = _check(key, kind, body[key], required)
     return checked

@@ -6,6 +6,7 @@ import functools
 from typing import Any
 
 from pgtimers import __version__
+from pgtimers.http.apply import CALENDAR, FLAG_PARAMETERS, PLAN, SPEC
 from pgtimers.http.backfills import BACKFILL, BACKFILL_BODY, ID_PARAMETER, TIMER_FILTER
 from pgtimers.http.keyed import KEY_PARAMETER, KEYED_FILTERS, KEYED_TIMER
 from pgtimers.http.timer_schema import BOOL, INT, SAVE_BODY, STR, TIMER_FIELDS, nullable
@@ -213,6 +214,40 @@ def document() -> dict[str, Any]:
                     409,
                 )
             },
+            "/api/apply": {
+                "post": {
+                    **_post(
+                        "Make the timers what a declared set says (timers.apply): a plan of "
+                        "create, update, delete and unchanged; only a dry run unless "
+                        "dry_run=false",
+                        _json(_ref("Plan"), "the plan, made or not (dry_run)"),
+                        _ref("Spec"),
+                        404,
+                        409,
+                    ),
+                    "parameters": [DB, *FLAG_PARAMETERS],
+                }
+            },
+            "/api/export": {
+                "get": {
+                    "summary": "The timers and calendars as a declared set (timers.export)",
+                    "parameters": [
+                        DB,
+                        {
+                            "name": "timers",
+                            "in": "query",
+                            "required": False,
+                            "description": "a name pattern (* any characters, ? one); "
+                            "empty or absent: every timer",
+                            "schema": STR,
+                        },
+                    ],
+                    "responses": {
+                        "200": _json(_ref("Spec"), "the set"),
+                        **_errors(401, 403, 404, 503),
+                    },
+                }
+            },
             "/metrics": {
                 "get": {
                     "summary": "Prometheus metrics",
@@ -243,8 +278,14 @@ def document() -> dict[str, Any]:
                     "properties": {
                         "now_ms": INT,
                         "timers": {"type": "array", "items": _ref("Timer")},
+                        "may_export": dict(
+                            BOOL, description="the caller may export (and apply) timers"
+                        ),
                     },
                 },
+                "Spec": SPEC,
+                "Calendar": CALENDAR,
+                "Plan": PLAN,
                 "Backfill": BACKFILL,
                 "BackfillRange": BACKFILL_BODY,
                 "KeyedTimer": KEYED_TIMER,

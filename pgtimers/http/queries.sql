@@ -6,11 +6,13 @@
 -- of a timer is exactly its status row, fields in column order.
 
 -- name: list_timers
--- GET /api/timers: the server's clock and every timer, by name.
+-- GET /api/timers: the server's clock and every timer, by name, and whether the caller
+-- may export them (a member of the admin role: the console shows Export only then).
 SELECT json_build_object(
            'now_ms', (extract(epoch FROM now()) * 1000)::bigint,
            'timers', coalesce((SELECT json_agg(row_to_json(s) ORDER BY lower(s.name))
-                                 FROM timers.status s), '[]'::json))::text
+                                 FROM timers.status s), '[]'::json),
+           'may_export', pg_has_role(timers._role('admin'), 'MEMBER'))::text
 
 -- name: save_timer
 -- POST /api/timers: create or replace; options left NULL (absent, or null in the body)
@@ -237,3 +239,17 @@ SELECT coalesce(json_agg(row_to_json(b) ORDER BY b.id DESC), '[]'::json)::text
 
 -- name: cancel_backfill
 SELECT row_to_json(timers.cancel_backfill($1::bigint))::text
+
+-- name: apply
+-- POST /api/apply (apply.py): timers.apply's plan in its order, and how many of its
+-- rows change something (made, or that would be in a dry run).
+SELECT json_build_object(
+           'dry_run', $3::boolean,
+           'plan', coalesce(json_agg(json_build_object('action', a.action, 'name', a.name,
+                                                       'changes', a.changes) ORDER BY a.n), '[]'::json),
+           'changed', count(*) FILTER (WHERE a.action <> 'unchanged'))::text
+  FROM timers.apply($1::text::jsonb, $2::boolean, $3::boolean) WITH ORDINALITY a(action, name, changes, n)
+
+-- name: export
+-- GET /api/export?timers=PATTERN: timers.export, a declared set ($1 NULL: every timer).
+SELECT timers.export($1::text)::text

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
+from pgtimers.http.apply import add_apply_routes
 from pgtimers.http.backend import Backend, DatabaseSource
 from pgtimers.http.backfills import add_backfill_routes
 from pgtimers.http.context import ANONYMOUS, BACKEND
@@ -38,6 +39,7 @@ CONSOLE_FILES = {
     "chart.js": "text/javascript",
     "timer.js": "text/javascript",
     "keyed.js": "text/javascript",
+    "export.js": "text/javascript",
     "console.css": "text/css",
 }
 # The console is one origin's plain files: no inline script, no other site.
@@ -152,6 +154,7 @@ def make_app(databases: DatabaseSource, settings: HttpSettings, anonymous: bool)
     add_routes(app)
     add_backfill_routes(app)
     add_keyed_routes(app)
+    add_apply_routes(app)
     app.router.add_get("/api/stats", stats)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/api/openapi.json", _openapi)

@@ -203,6 +203,8 @@ function renderList() {
 async function loadList() {
   state.list = await api("GET", withDb("/api/timers"));
   state.listAt = Date.now();
+  // Export is for those who may export (pgtimers_admin), as in SQL
+  $("#export").hidden = !state.list.may_export;
   renderList();
 }
 

@@ -25,8 +25,9 @@ def test_empty_list(api: Client) -> None:
     assert resp.status == 200
     assert resp.headers["content-type"].startswith("application/json")
     body = resp.json()
-    assert list(body) == ["now_ms", "timers"]
+    assert list(body) == ["now_ms", "timers", "may_export"]
     assert body["timers"] == []
+    assert body["may_export"] is True  # the token's role is the runner's
     assert isinstance(body["now_ms"], int) and body["now_ms"] > 1_700_000_000_000
 
 
