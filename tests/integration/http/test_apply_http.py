@@ -242,17 +242,12 @@ def test_an_export_applies_back_as_unchanged_only(api: Client, conn: psycopg.Con
     assert api.get("/api/export?timers=o?her").json()["calendar"] == []
 
 
-def test_applying_an_export_of_timers_saved_by_hand_adopts_them(
+def test_applying_an_export_of_timers_saved_by_hand_changes_nothing(
     api: Client, conn: psycopg.Connection
 ) -> None:
     conn.execute("SELECT timers.save('by_hand', 'every 5m', 'SELECT 3')")
     spec = api.get("/api/export").json()
-    body = api.post("/api/apply", spec).json()
-    # the only change: the set now declares it (prune may delete it from then on)
-    assert body["plan"] == [
-        {
-            "action": "update",
-            "name": "by_hand",
-            "changes": {"managed_by": {"from": None, "to": "apply"}},
-        }
-    ]
+    body = api.post("/api/apply?dry_run=false", spec).json()
+    # a label is no change by itself: it stays saved by hand, out of any set's prune
+    assert body["plan"] == [{"action": "unchanged", "name": "by_hand", "changes": {}}]
+    assert scalar(conn, "SELECT managed_by FROM timers.timers WHERE name = 'by_hand'") is None
