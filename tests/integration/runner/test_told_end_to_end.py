@@ -46,9 +46,11 @@ def test_a_deadline_missed_without_a_runner_then_a_failure_and_its_recovery_reac
         )
         start_runner("--config", cfg, env=FAST)
         wait_until(lambda: got(receiver, "deadline_missed"), 20, "deadline_missed delivered")
-        missed = got(receiver, "deadline_missed")[0]
-        assert missed["timer"] == "report" and missed["database"] == db.name
-        assert missed["why"] == "unserved"
+        # (on a slow machine a due time between the look and the runner's start may be
+        # told too: skipped at the start, or unserved)
+        missed = [b for b in got(receiver, "deadline_missed") if b["why"] == "unserved"]
+        assert missed, receiver.bodies()
+        assert missed[0]["timer"] == "report" and missed[0]["database"] == db.name
         conn.execute("UPDATE flag SET broken = true")
         wait_until(lambda: got(receiver, "failed"), 20, "failed delivered")
         conn.execute("UPDATE flag SET broken = false")
