@@ -583,12 +583,11 @@ $$;
 -- An attempt's record, after its row is written: its timers.runs row (retry_at: the
 -- attempt after it, if any; none for a success of a timer that keeps failures only),
 -- what its failure led to (timers._announce_failure) or its recovery from one, its
--- deadline, and a change asked for while it ran, which takes effect with it. Returns
--- the run's id (NULL: no row).
+-- deadline, and a change asked for while it ran, which takes effect with it.
 CREATE OR REPLACE FUNCTION timers._attempt_recorded(
     t timers.timers, p_kind text, p_due timestamptz, p_attempt integer, r jsonb, p_late bigint,
     p_retry_at timestamptz, p_given_up text, p_paused boolean, p_streak integer, p_runner text)
-    RETURNS bigint
+    RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -618,16 +617,13 @@ BEGIN
     IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id) THEN
         PERFORM timers._apply_pending(t.id);
     END IF;
-    RETURN v_run;
 END
 $$;
 
--- An attempt's result for the runner: what it logs (a run that went well, at debug level),
--- and p_run, its timers.runs row (NULL: none), to which the runner adds what the run said.
+-- An attempt's result for the runner: what it logs (a run that went well, at debug level).
 CREATE OR REPLACE FUNCTION timers._attempt_result(
     t timers.timers, p_kind text, p_due timestamptz, p_attempt integer, r jsonb, p_late bigint,
-    p_skips jsonb, p_retry_at timestamptz, p_given_up text, p_paused boolean, p_run bigint)
-    RETURNS jsonb
+    p_skips jsonb, p_retry_at timestamptz, p_given_up text, p_paused boolean) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -635,7 +631,7 @@ DECLARE
     v_result jsonb := jsonb_build_object(
         'timer', t.name, 'kind', p_kind, 'due_at', timers._iso(p_due), 'ok', (r->>'ok')::boolean,
         'rows', (r->>'rows')::bigint, 'took_ms', (r->>'took_ms')::bigint, 'late_ms', p_late,
-        'skipped', p_skips, 'run_id', p_run);
+        'skipped', p_skips);
 BEGIN
     IF (r->>'ok')::boolean THEN
         RETURN v_result;
@@ -866,7 +862,6 @@ DECLARE
     v_started timestamptz := p_now;
     v_ended timestamptz := p_now;
     v_event jsonb;
-    v_run bigint;
     v_took bigint := (r->>'took_ms')::bigint;
     v_tb integer := timers._bucket((r->>'took_ms')::bigint, timers._duration_buckets());
     v_lb integer := timers._bucket((r->>'late_ms')::bigint, timers._lateness_buckets());
@@ -919,10 +914,10 @@ BEGIN
         late_counts[v_lb] = late_counts[v_lb] + 1,
         late_sum_ms = late_sum_ms + greatest(v_late, 0)
      WHERE id = t.id;
-    v_run := timers._attempt_recorded(t, p_kind, p_due, 1, r, v_late, o.retry_at, o.given_up,
-                                      o.pause, o.streak, p_runner);
+    PERFORM timers._attempt_recorded(t, p_kind, p_due, 1, r, v_late, o.retry_at, o.given_up,
+                                     o.pause, o.streak, p_runner);
     RETURN timers._ran_after_yield(timers._attempt_result(t, p_kind, p_due, 1, r, v_late, v_skips,
-                                                          o.retry_at, o.given_up, o.pause, v_run), t.id);
+                                                          o.retry_at, o.given_up, o.pause), t.id);
 END
 $$;
 
@@ -978,7 +973,6 @@ DECLARE
     v_started timestamptz := p_now;
     v_ended timestamptz := p_now;
     o record;
-    v_run bigint;
     v_took bigint := (r->>'took_ms')::bigint;
     v_late bigint := (r->>'late_ms')::bigint;
     v_tb integer := timers._bucket((r->>'took_ms')::bigint, timers._duration_buckets());
@@ -1007,12 +1001,12 @@ BEGIN
         late_counts[v_lb] = late_counts[v_lb] + 1,
         late_sum_ms = late_sum_ms + greatest(v_late, 0)
      WHERE id = t.id;
-    v_run := timers._attempt_recorded(t, 'retry', t.retry_due_at, t.retry_attempt, r,
-                                      (r->>'late_ms')::bigint, o.retry_at, o.given_up, o.pause,
-                                      o.streak, p_runner);
+    PERFORM timers._attempt_recorded(t, 'retry', t.retry_due_at, t.retry_attempt, r,
+                                     (r->>'late_ms')::bigint, o.retry_at, o.given_up, o.pause,
+                                     o.streak, p_runner);
     RETURN timers._ran_after_yield(timers._attempt_result(
         t, 'retry', t.retry_due_at, t.retry_attempt, r, (r->>'late_ms')::bigint, '[]', o.retry_at,
-        o.given_up, o.pause, v_run), t.id);
+        o.given_up, o.pause), t.id);
 END
 $$;
 
@@ -1456,7 +1450,7 @@ REVOKE ALL ON FUNCTION
     timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone,timestamp with time zone),
     timers._attempt_outcome(timers.timers,integer,boolean,text,timestamp with time zone,timestamp with time zone),
     timers._attempt_recorded(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,timestamp with time zone,text,boolean,integer,text),
-    timers._attempt_result(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,jsonb,timestamp with time zone,text,boolean,bigint),
+    timers._attempt_result(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,jsonb,timestamp with time zone,text,boolean),
     timers._next_attempt(timers.timers,integer,timestamp with time zone,timestamp with time zone),
     timers._failed_outcome(timers.timers,integer,text,timestamp with time zone,text),
     timers._announce_failure(timers.timers,text,timestamp with time zone,integer,jsonb,timestamp with time zone,text,boolean,integer,text,bigint),
@@ -1493,7 +1487,7 @@ GRANT EXECUTE ON FUNCTION
     timers._after_run(timers.timers,timestamp with time zone,timestamp with time zone,timestamp with time zone,timestamp with time zone),
     timers._attempt_outcome(timers.timers,integer,boolean,text,timestamp with time zone,timestamp with time zone),
     timers._attempt_recorded(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,timestamp with time zone,text,boolean,integer,text),
-    timers._attempt_result(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,jsonb,timestamp with time zone,text,boolean,bigint),
+    timers._attempt_result(timers.timers,text,timestamp with time zone,integer,jsonb,bigint,jsonb,timestamp with time zone,text,boolean),
     timers._next_attempt(timers.timers,integer,timestamp with time zone,timestamp with time zone),
     timers._failed_outcome(timers.timers,integer,text,timestamp with time zone,text),
     timers._announce_failure(timers.timers,text,timestamp with time zone,integer,jsonb,timestamp with time zone,text,boolean,integer,text,bigint),

@@ -100,8 +100,7 @@ $$;
 -- The record of run-now request q of timer t (both rows locked by the caller), whose
 -- outcome is r (timers._execute; an autonomous timer's, timers._autonomous_finish): the
 -- timer's counters, the timers.runs row, the answer timers.run waits for. p_now: the
--- timer's clock when it was claimed. Returns the result the runner logs (run_id: the
--- timers.runs row, NULL when none is kept).
+-- timer's clock when it was claimed. Returns the result the runner logs.
 CREATE OR REPLACE FUNCTION timers._request_recorded(
     q timers.run_requests, t timers.timers, p_now timestamptz, r jsonb, p_runner text)
     RETURNS jsonb
@@ -150,8 +149,7 @@ BEGIN
     IF q.id IS NOT NULL THEN
         UPDATE timers.run_requests SET finished_at = clock_timestamp(), result = v_result WHERE id = q.id;
     END IF;
-    RETURN v_result || jsonb_build_object('timer', t.name, 'kind', 'run_now', 'sqlstate', r->>'sqlstate',
-                                          'run_id', v_run);
+    RETURN v_result || jsonb_build_object('timer', t.name, 'kind', 'run_now', 'sqlstate', r->>'sqlstate');
 END
 $$;
 

@@ -292,7 +292,7 @@ BEGIN
         'timer', t.name, 'kind', 'backfill', 'due_at', timers._iso(v_due), 'ok', v_ok,
         'error', r->>'error', 'sqlstate', r->>'sqlstate', 'rows', (r->>'rows')::bigint,
         'took_ms', (r->>'took_ms')::bigint, 'late_ms', 0, 'attempt', 1,
-        'backfill', b.id, 'left', b.total - b.done, 'run_id', v_run);
+        'backfill', b.id, 'left', b.total - b.done);
 END
 $$;
 

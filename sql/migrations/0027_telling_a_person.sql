@@ -80,9 +80,5 @@ CREATE INDEX event_deliveries_open ON timers.event_deliveries (next_at)
 -- which CREATE OR REPLACE cannot make. The code (sql/code/09_timers_api.sql) creates it again.
 DROP FUNCTION IF EXISTS timers._timer_args(jsonb);
 
--- An attempt's record now returns its timers.runs row's id: a changed return type.
-DROP FUNCTION IF EXISTS timers._attempt_recorded(
-    timers.timers, text, timestamptz, integer, jsonb, bigint, timestamptz, text, boolean, integer, text);
-
 -- The timers with a deadline, which timers._deadline_check looks at every second.
 CREATE INDEX timers_deadline ON timers.timers (id) WHERE deadline IS NOT NULL;
