@@ -250,23 +250,24 @@ BEGIN
 END
 $$;
 
--- Raised by a run of a trading timer whose calendar is gone or does not know the day:
--- the run fails with this message instead of guessing.
-CREATE OR REPLACE FUNCTION timers._calendar_ready(p_spec jsonb, p_due_at timestamptz, p_zone text)
+-- Raised by a run (timers._execute) that follows calendar p_calendar when the calendar is
+-- gone or does not know the day of p_due_at in zone p_zone: the run fails with this
+-- message instead of guessing. p_keyed: the run is a keyed timer's (the hint differs).
+CREATE OR REPLACE FUNCTION timers._calendar_ready(
+    p_calendar text, p_due_at timestamptz, p_zone text, p_keyed boolean)
     RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
-    IF p_spec->>'kind' IS DISTINCT FROM 'trading' THEN
-        RETURN;
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM timers.calendars WHERE lower(name) = lower(p_spec->>'calendar') COLLATE "default") THEN
-        RAISE EXCEPTION 'calendar ''%'' does not exist', p_spec->>'calendar'
+    IF NOT EXISTS (SELECT 1 FROM timers.calendars WHERE lower(name) = lower(p_calendar) COLLATE "default") THEN
+        RAISE EXCEPTION 'calendar ''%'' does not exist', p_calendar
             USING ERRCODE = 'P0002',
-                  HINT = 'Make the calendar again with timers.save_calendar, or give the timer another schedule.';
+                  HINT = CASE WHEN p_keyed
+                    THEN 'Make the calendar again with timers.save_calendar (its edit re-rolls the timer), or move the timer.'
+                    ELSE 'Make the calendar again with timers.save_calendar, or give the timer another schedule.' END;
     END IF;
-    PERFORM timers._calendar_known(p_spec->>'calendar', (p_due_at AT TIME ZONE p_zone)::date);
+    PERFORM timers._calendar_known(p_calendar, (p_due_at AT TIME ZONE p_zone)::date);
 END
 $$;
 
@@ -617,7 +618,7 @@ REVOKE ALL ON FUNCTION
     timers._check_calendar_name(text),
     timers._calendar(text),
     timers._calendar_known(text,date),
-    timers._calendar_ready(jsonb,timestamp with time zone,text),
+    timers._calendar_ready(text,timestamp with time zone,text,boolean),
     timers._replan_calendar(text),
     timers._calendar_json(text),
     timers._calendar_changed(name,text,text,jsonb),
@@ -648,7 +649,7 @@ GRANT EXECUTE ON FUNCTION
     timers._check_calendar_name(text),
     timers._calendar(text),
     timers._calendar_known(text,date),
-    timers._calendar_ready(jsonb,timestamp with time zone,text),
+    timers._calendar_ready(text,timestamp with time zone,text,boolean),
     timers._replan_calendar(text),
     timers._calendar_json(text),
     timers._calendar_changed(name,text,text,jsonb),

@@ -126,7 +126,7 @@ $$;
 -- transaction; each one whose owed time changes is re-armed with cause
 -- 'calendar'. A timer being fired right now is left to its fire. One whose
 -- day the calendar no longer knows keeps its time, and its fire fails with
--- the reason (timers._keyed_calendar_ready). Returns how many re-armed.
+-- the reason (timers._calendar_ready). Returns how many re-armed.
 CREATE OR REPLACE FUNCTION timers._keyed_reroll(p_actor name, p_calendar text) RETURNS integer
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -157,25 +157,6 @@ BEGIN
         PERFORM timers._notify('calendar', p_calendar);
     END IF;
     RETURN v_count;
-END
-$$;
-
--- Raised inside a keyed fire that follows a calendar which is gone or does not
--- know the day: the fire fails with the reason instead of guessing.
-CREATE OR REPLACE FUNCTION timers._keyed_calendar_ready(k timers.keyed_timers) RETURNS void
-    LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-BEGIN
-    IF k.calendar IS NULL THEN
-        RETURN;
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM timers.calendars WHERE lower(name) = lower(k.calendar) COLLATE "default") THEN
-        RAISE EXCEPTION 'calendar ''%'' does not exist', k.calendar
-            USING ERRCODE = 'P0002',
-                  HINT = 'Make the calendar again with timers.save_calendar (its edit re-rolls the timer), or move the timer.';
-    END IF;
-    PERFORM timers._calendar_known(k.calendar, (k.owed_at AT TIME ZONE k.zone)::date);
 END
 $$;
 
@@ -305,15 +286,11 @@ REVOKE ALL ON FUNCTION
     timers._keyed_check_roll(text,text),
     timers._keyed_rearm_at(timers.keyed_timers,name,text,timestamp with time zone,timestamp with time zone),
     timers._keyed_reroll(name,text),
-    timers._keyed_calendar_ready(timers.keyed_timers),
     timers._keyed_set_policy(name,text,interval,text),
     timers.set_policy(text,interval,text),
     timers._keyed_drop_policy(name,text),
     timers.drop_policy(text)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
-GRANT EXECUTE ON FUNCTION
-    timers._keyed_calendar_ready(timers.keyed_timers)
-    TO pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._keyed_set_policy(name,text,interval,text),
     timers.set_policy(text,interval,text),

@@ -203,99 +203,6 @@ BEGIN
 END
 $$;
 
--- Claim (lock, SKIP LOCKED) the oldest running backfill whose timer is not running now,
--- with its timer's row: one due time at a time per timer, never beside its other runs.
-CREATE OR REPLACE FUNCTION timers._claim_backfill(
-    p_skip bigint[], OUT id bigint, OUT timer_id bigint, OUT timeout interval)
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    -- index scans whatever the statistics say (a table that grew since its last
-    -- ANALYZE must not make every claim a scan and sort of all that is due; no JIT)
-    SET enable_seqscan = off SET enable_bitmapscan = off SET jit = off
-    AS $$
-BEGIN
-    SELECT b.id, t.id, t.timeout INTO id, timer_id, timeout
-      FROM timers.backfill_jobs b JOIN timers.timers t ON t.id = b.timer_id
-     WHERE b.state = 'running' AND t.id <> ALL (p_skip)
-     ORDER BY b.id
-     LIMIT 1
-       FOR UPDATE OF b, t SKIP LOCKED;
-END
-$$;
-
--- Run backfill p_id's next due time, in the caller's transaction: the timer's SQL with
--- pgtimers.due_at = that due time, its timers.runs row (kind backfill), and the
--- backfill's count and next due time, which commit together, so each due time runs
--- once. NULL when it is not this caller's to run. p_lost: the run ended its session
--- before (timers._run_lost): that due time counts as failed.
-CREATE OR REPLACE FUNCTION timers._run_backfill(p_id bigint, p_runner text, p_lost jsonb DEFAULT NULL)
-    RETURNS jsonb
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    b timers.backfill_jobs;
-    t timers.timers;
-    r jsonb;
-    v_ok boolean;
-    v_due timestamptz;
-    v_next timestamptz;
-    v_done boolean;
-    v_run bigint;
-BEGIN
-    SELECT * INTO b FROM timers.backfill_jobs x WHERE x.id = p_id AND x.state = 'running'
-       FOR UPDATE SKIP LOCKED;
-    IF NOT FOUND THEN
-        RETURN NULL;
-    END IF;
-    SELECT * INTO t FROM timers.timers x WHERE x.id = b.timer_id FOR UPDATE SKIP LOCKED;
-    IF NOT FOUND THEN
-        RETURN NULL;
-    END IF;
-    -- not late: it runs when asked, so lateness counts from its start
-    v_due := b.next_at;
-    -- pgtimers.prev_due_at: the schedule's due time before (not the backfill's previous
-    -- one), also from before the timer was created
-    r := timers._execute(t, v_due, timers._now(t.test_clock), 1,
-                         coalesce((p_lost->>'at')::timestamptz, clock_timestamp()), p_lost,
-                         timers._prev_due(t, v_due, NULL));
-    v_ok := (r->>'ok')::boolean;
-    v_next := timers._next_due(t.spec, v_due, t.zone, t.start_at);
-    v_done := v_next IS NULL OR v_next >= b.to_at;
-    UPDATE timers.backfill_jobs SET
-        done = done + 1,
-        failed = failed + CASE WHEN v_ok THEN 0 ELSE 1 END,
-        next_at = CASE WHEN v_done THEN NULL ELSE v_next END,
-        state = CASE WHEN v_done THEN 'done' ELSE state END,
-        ended_at = CASE WHEN v_done THEN clock_timestamp() END
-     WHERE id = b.id
-    RETURNING * INTO b;
-    -- (kept whatever the timer's history: a backfill's runs are its record)
-    INSERT INTO timers.runs (timer_id, timer, kind, due_at, started_at, took_ms, late_ms, ok,
-                             error, rows, runner, attempt, backfill_id, messages)
-    VALUES (t.id, t.name, 'backfill', v_due, (r->>'started_at')::timestamptz,
-            (r->>'took_ms')::bigint, 0, v_ok, r->>'error', (r->>'rows')::bigint, p_runner, 1, b.id,
-            coalesce(r->>'messages', ''))
-    RETURNING id INTO v_run;
-    IF NOT v_ok THEN
-        PERFORM timers._event('failed', t.name, v_due, 1, r->>'error', r->>'sqlstate',
-                              jsonb_build_object('kind', 'backfill', 'backfill', b.id), v_run,
-                              coalesce(r->>'messages', ''));
-    END IF;
-    IF v_done THEN
-        PERFORM timers._backfill_ended(b);
-    END IF;
-    IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id) THEN
-        PERFORM timers._apply_pending(t.id);
-    END IF;
-    RETURN jsonb_build_object(
-        'timer', t.name, 'kind', 'backfill', 'due_at', timers._iso(v_due), 'ok', v_ok,
-        'error', r->>'error', 'sqlstate', r->>'sqlstate', 'rows', (r->>'rows')::bigint,
-        'took_ms', (r->>'took_ms')::bigint, 'late_ms', 0, 'attempt', 1,
-        'backfill', b.id, 'left', b.total - b.done);
-END
-$$;
-
 -- ---------------------------------------------------------------------------
 -- Rights
 -- ---------------------------------------------------------------------------
@@ -306,9 +213,7 @@ REVOKE ALL ON FUNCTION
     timers._cancel_backfill(name,bigint),
     timers.cancel_backfill(bigint),
     timers._backfill_ended(timers.backfill_jobs),
-    timers._end_backfills(bigint,text),
-    timers._claim_backfill(bigint[]),
-    timers._run_backfill(bigint,text,jsonb)
+    timers._end_backfills(bigint,text)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers.backfill(text,timestamp with time zone,timestamp with time zone),
@@ -319,8 +224,6 @@ GRANT EXECUTE ON FUNCTION
     timers._cancel_backfill(name,bigint)
     TO pgtimers_admin;
 GRANT EXECUTE ON FUNCTION
-    timers._claim_backfill(bigint[]),
-    timers._run_backfill(bigint,text,jsonb),
     timers._backfill_ended(timers.backfill_jobs)
     TO pgtimers_runner;
 REVOKE ALL ON timers.backfills FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;

@@ -165,18 +165,19 @@ CREATE OR REPLACE FUNCTION timers._autonomous_record(
     AS $$
 DECLARE
     q timers.run_requests;
-    r jsonb := jsonb_build_object(
-        'ok', (p_outcome->>'ok')::boolean,
-        'error', CASE WHEN (p_outcome->>'ok')::boolean THEN ''
-                      ELSE timers._run_error(coalesce(p_outcome->>'sqlstate', ''),
-                                             coalesce(p_outcome->>'error', ''), t.timeout) END,
-        'sqlstate', coalesce(p_outcome->>'sqlstate', ''),
-        'rows', coalesce((p_outcome->>'rows')::bigint, 0),
-        'messages', timers._messages_cut(p_outcome->>'messages',
-                                         coalesce((p_outcome->>'messages_cut')::bigint, 0)),
-        'started_at', a.started_at,
-        'took_ms', greatest(timers._ms(clock_timestamp() - a.started_at), 0),
-        'late_ms', timers._ms(a.started_at - a.planned_at));
+    -- the runner's word, read once: from here on a run's outcome like any other
+    r timers.run_outcome := ROW(
+        (p_outcome->>'ok')::boolean,
+        CASE WHEN (p_outcome->>'ok')::boolean THEN ''
+             ELSE timers._run_error(coalesce(p_outcome->>'sqlstate', ''),
+                                    coalesce(p_outcome->>'error', ''), t.timeout) END,
+        coalesce(p_outcome->>'sqlstate', ''),
+        coalesce((p_outcome->>'rows')::bigint, 0),
+        coalesce(timers._messages_cut(p_outcome->>'messages',
+                                      coalesce((p_outcome->>'messages_cut')::bigint, 0)), ''),
+        a.started_at,
+        greatest(timers._ms(clock_timestamp() - a.started_at), 0),
+        timers._ms(a.started_at - a.planned_at));
 BEGIN
     DELETE FROM timers.autonomous_runs WHERE timer_id = a.timer_id;
     DELETE FROM timers.runs WHERE id = a.run_id;

@@ -101,7 +101,7 @@ def test_log_lines_are_key_value() -> None:
 
 def test_named_queries() -> None:
     assert query("fire_many").startswith("CALL timers._fire_many($1")
-    assert "SKIP LOCKED" not in query("fire_many")  # the claims live in sql/code/10_runs.sql
+    assert "SKIP LOCKED" not in query("fire_many")  # the claims live in sql/code/10_fire.sql
     assert parse("-- name: a\n-- comment\nSELECT 1\n\n-- name: b\nSELECT 2\n") == {
         "a": "SELECT 1",
         "b": "SELECT 2",

@@ -203,10 +203,6 @@ def test_claim_is_served_by_the_due_index(db: Database, conn: psycopg.Connection
     )
     conn.execute("ANALYZE timers.timers")
 
-    def plan(sql: str) -> str:
-        rows = conn.execute(f"EXPLAIN {sql}").fetchall()
-        return "\n".join(r[0] for r in rows)
-
     # the claims inside timers._fire, as they run: auto_explain sends their plans here
     plans: list[str] = []
     with conn.transaction():
@@ -231,9 +227,6 @@ def test_claim_is_served_by_the_due_index(db: Database, conn: psycopg.Connection
     for p in ranked:
         assert "Index Scan using timers_due_ranked on timers" in p, p
     assert "Seq Scan on timers " not in " ".join(claims) + " ", claims
-    due = plan("SELECT * FROM timers._due(10)")
-    assert "Seq Scan on timers " not in due + " ", due
-    assert conn.execute("SELECT count(*) FROM timers._due(100)").fetchone() == (3,)
 
 
 def test_claim_order_is_priority_fire_time_then_the_longest_since_it_ran(
@@ -257,8 +250,6 @@ def test_claim_order_is_priority_fire_time_then_the_longest_since_it_ran(
         for _ in names:
             claimed.append(scalar(conn, "SELECT id FROM timers._claim_due(%s)", [claimed]))
     assert [names[i] for i in claimed] == ["ranked", "earlier", "never", "oldest", "recent"]
-    due = [names[r[0]] for r in conn.execute("SELECT id FROM timers._due(10)")]
-    assert due == ["earlier", "never", "oldest", "recent", "ranked"]
 
 
 # ------------------------------------------------------------------ run-now refusals
