@@ -307,8 +307,9 @@ def report(res: dict[str, Any]) -> str:
                     f"{fires[w]['per_s']:,.0f}",
                     f"{pg[w]['tps']:,.0f} tps",
                     f"{ratio:.2f}",
-                    "≥ 0.5",
-                    _met(ratio >= 0.5),
+                    # the default 2 workers carry the target; 8 workers say how it scales
+                    "≥ 0.5" if w == 2 else "",
+                    _met(ratio >= 0.5) if w == 2 else "-",
                 ]
             )
         for w in (2, 8):
@@ -320,8 +321,8 @@ def report(res: dict[str, Any]) -> str:
                     f"{cpu:.2f} ms",
                     f"{ref:.3f} ms",
                     f"{cpu / ref:.1f}x",
-                    "≤ 1.0 ms, ≤ 7x",
-                    _met(cpu <= 1.0 and cpu / ref <= 7),
+                    "≤ 3x",
+                    _met(cpu / ref <= 3),
                 ]
             )
     if burst := res.get("burst"):
@@ -332,8 +333,8 @@ def report(res: dict[str, Any]) -> str:
                 f"{p:,.0f} ms",
                 f"pg_cron {c:,.0f} ms",
                 f"{c / p:.1f}x better",
-                "≤ 500 ms, ≥ 8x",
-                _met(p <= 500 and c / p >= 8),
+                "≤ 400 ms",
+                _met(p <= 400),
             ]
         )
     if spread := res.get("spread"):
@@ -367,8 +368,8 @@ def report(res: dict[str, Any]) -> str:
                 f"{save['each_ms']:.2f} ms",
                 "",
                 "",
-                "≤ 1 ms",
-                _met(save["each_ms"] <= 1),
+                "≤ 0.8 ms",
+                _met(save["each_ms"] <= 0.8),
             ]
         )
         rows.append(

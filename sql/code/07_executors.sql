@@ -323,12 +323,14 @@ $$;
 -- does not look like one (a leading comment, say) is counted the other way, which costs a
 -- look at the counters before and after.
 CREATE OR REPLACE FUNCTION timers._counted_by_statement(p_sql text) RETURNS boolean
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     AS $$
-        SELECT p_sql ~* '^\s*(insert|update|delete|merge|select|with|values|table)\M'
-           AND strpos(rtrim(p_sql, E' \t\n\r;'), ';') = 0
-    $$;
+BEGIN
+    RETURN p_sql ~* '^\s*(insert|update|delete|merge|select|with|values|table)\M'
+       AND strpos(rtrim(p_sql, E' \t\n\r;'), ';') = 0;
+END
+$$;
 
 -- Before a run's SQL: the state of the session that a transaction does not undo and
 -- that a run could leave for the next one on the runner's connection, whoever's it is,

@@ -114,17 +114,19 @@ $$;
 -- How many timers (repeating and keyed) of a clock still owe a fire (a due time moved
 -- by its jitter, a retry) at or before p_at.
 CREATE OR REPLACE FUNCTION timers._clock_owed(p_name text, p_at timestamptz) RETURNS integer
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     -- index scans whatever the statistics say (a table that grew since its last
     -- ANALYZE must not make every claim a scan and sort of all that is due; no JIT)
     SET enable_seqscan = off SET enable_bitmapscan = off SET jit = off
     AS $$
-        SELECT ((SELECT count(*) FROM timers.timers t
-                  WHERE t.test_clock = p_name AND t.fire_at IS NOT NULL AND t.fire_at <= p_at)
-              + (SELECT count(*) FROM timers.keyed_timers k
-                  WHERE k.test_clock = p_name AND k.status = 'armed' AND k.owed_at <= p_at))::integer
-    $$;
+BEGIN
+    RETURN ((SELECT count(*) FROM timers.timers t
+              WHERE t.test_clock = p_name AND t.fire_at IS NOT NULL AND t.fire_at <= p_at)
+          + (SELECT count(*) FROM timers.keyed_timers k
+              WHERE k.test_clock = p_name AND k.status = 'armed' AND k.owed_at <= p_at))::integer;
+END
+$$;
 
 -- Redeliver: offer every due time fired at p_at once more, and every keyed
 -- timer fired then; each must answer that it has run already.
@@ -334,9 +336,13 @@ $$;
 
 -- Whether the advance has reached its end.
 CREATE OR REPLACE FUNCTION timers._advance_done(p_state jsonb) RETURNS boolean
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path = pg_catalog, pg_temp
-    AS $$ SELECT coalesce((p_state->'step'->>'done')::boolean, true) $$;
+    AS $$
+BEGIN
+    RETURN coalesce((p_state->'step'->>'done')::boolean, true);
+END
+$$;
 
 -- Wait at the stop until the runner has fired what is owed there; then,
 -- with redeliver, wake each fired timer again (each must answer replayed).

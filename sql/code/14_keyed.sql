@@ -192,13 +192,15 @@ $$;
 -- One row of timers.keyed_events for keyed timer k.
 CREATE OR REPLACE FUNCTION timers._keyed_event(
     k timers.keyed_timers, p_event text, p_cause text, p_actor name, p_detail jsonb) RETURNS void
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
-        INSERT INTO timers.keyed_events (clock_at, key, event, cause, actor, detail)
-        VALUES (coalesce(timers._now(k.test_clock), now()), k.key, p_event, p_cause,
-                coalesce(p_actor, current_user), coalesce(p_detail, '{}'))
-    $$;
+BEGIN
+    INSERT INTO timers.keyed_events (clock_at, key, event, cause, actor, detail)
+    VALUES (coalesce(timers._now(k.test_clock), now()), k.key, p_event, p_cause,
+            coalesce(p_actor, current_user), coalesce(p_detail, '{}'));
+END
+$$;
 
 -- Lock a keyed timer for a change; one being fired right now is refused, not waited for.
 CREATE OR REPLACE FUNCTION timers._keyed_lock(p_key text) RETURNS timers.keyed_timers
