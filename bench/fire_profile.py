@@ -3,16 +3,21 @@
     .venv/bin/python bench/fire_profile.py postgresql://postgres@localhost/scratch
 
 Needs a scratch database with pgtimers installed and a superuser (for track_functions
-and pg_stat_reset). It saves N timers whose SQL is a one-row INSERT, makes them all due,
-and calls timers._fire from one session until nothing is due (each fire its own
-transaction), with track_functions = all; then prints pg_stat_user_functions' self and
-total time per fire. The tracking itself adds some time; read the shares, not the sum.
+and pg_stat_reset), on this machine (the backend's CPU time is read from /proc). It saves
+N timers whose SQL is a one-row INSERT and makes them all due. First they are fired as the
+runner fires them, by CALL timers._fire_many (200 per call, each fire its own transaction,
+tracking off): the server CPU per fire of that backend. Then they are made due again and
+fired by timers._fire from one session until nothing is due (each fire its own
+transaction), with track_functions = all; then pg_stat_user_functions' self and total time
+per fire are printed. The tracking itself adds some time; read the shares, not the sum.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
+from typing import Any
 
 import psycopg
 
@@ -33,6 +38,30 @@ SELECT schemaname || '.' || funcname, calls,
 """
 
 
+FIRE_MANY = "CALL timers._fire_many('prof', '{}', '{}', false, 600000, 200, 60000)"
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process pid so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _fire_many_cpu(conn: psycopg.Connection[Any], n: int) -> tuple[int, float, float]:
+    """Fire what is due as the runner does; (fired, server CPU ms per fire, wall ms per fire)."""
+    pid = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
+    cpu0, began, fired = _cpu_s(pid), time.perf_counter(), 0
+    while fired < n:
+        row = conn.execute(FIRE_MANY).fetchone()
+        done = int(row[0]["fired"]) if row and row[0] else 0
+        if done == 0:
+            break
+        fired += done
+    cpu, wall = _cpu_s(pid) - cpu0, time.perf_counter() - began
+    return fired, cpu / max(fired, 1) * 1000, wall / max(fired, 1) * 1000
+
+
 def main() -> None:
     """Fire N due timers from one session and print the time per function."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -42,6 +71,12 @@ def main() -> None:
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         conn.execute("CREATE TABLE public.fire_profile_sink (v text)")
         conn.execute(SAVE, [args.n])
+        conn.execute("UPDATE timers.timers SET next_due_at = now() - interval '1 ms'")
+        conn.execute("VACUUM ANALYZE timers.timers")
+        fired, cpu_ms, wall_ms = _fire_many_cpu(conn, args.n)
+        print(
+            f"{fired} fires by _fire_many: server CPU {cpu_ms:.3f} ms each, wall {wall_ms:.3f} ms"
+        )
         conn.execute("UPDATE timers.timers SET next_due_at = now() - interval '1 ms'")
         conn.execute("VACUUM ANALYZE timers.timers")
         conn.execute("SELECT pg_stat_reset()")
