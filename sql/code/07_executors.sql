@@ -1,6 +1,9 @@
 -- pgtimers code: running a timer's SQL as its owner: executors, the run gate, the
 -- session after the SQL.
 --
+-- On a run's path a call whose value is not needed is assigned to v_nil, not PERFORMed
+-- (a simple expression does not start the executor; 10_fire.sql says why).
+--
 -- Repeatable: applied whole on every install and upgrade, after the versioned
 -- migrations (docs/design.md). Each object here is defined in this file only.
 
@@ -270,6 +273,7 @@ CREATE OR REPLACE FUNCTION timers._exec_as(p_owner name, p_sql text) RETURNS big
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
     v_fn text;
     v_settings text[];
     v_prepared text;
@@ -278,11 +282,11 @@ DECLARE
     v_written bigint;
 BEGIN
     v_fn := timers._saved_executor(p_owner, p_sql);
-    PERFORM timers._scan_session_use(p_sql);
-    PERFORM timers._fresh_run_state();
+    v_nil := timers._scan_session_use(p_sql);
+    v_nil := timers._fresh_run_state();
     -- as a login of the role would have them (work_mem, enable_*, jit ...): cheap when none
     IF EXISTS (SELECT 1 FROM pg_db_role_setting d WHERE d.setrole = timers._executor_owner(v_fn)) THEN
-        PERFORM timers._apply_role_settings(timers._executor_owner(v_fn));
+        v_nil := timers._apply_role_settings(timers._executor_owner(v_fn));
     END IF;
     v_settings := timers._settings_now();
     v_prepared := timers._prepared_now();
@@ -292,7 +296,7 @@ BEGIN
     END IF;
     v_call := format('SELECT timers_exec.%I($1)', v_fn);
     EXECUTE v_call INTO v_rows USING p_sql;
-    PERFORM timers._restore_session(v_settings, v_prepared);
+    v_nil := timers._restore_session(v_settings, v_prepared);
     RETURN timers._run_rows(v_rows, v_written);
 END
 $$;
@@ -342,9 +346,11 @@ CREATE OR REPLACE FUNCTION timers._fresh_run_state() RETURNS void
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
     AS $$
+DECLARE
+    v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
 BEGIN
     DISCARD SEQUENCES;
-    PERFORM pg_catalog.setseed(
+    v_nil := pg_catalog.setseed(
         ('x' || pg_catalog.substr(pg_catalog.md5(pg_catalog.gen_random_uuid()::text), 1, 13))::bit(52)::bigint
         / 4503599627370496.0 * 2 - 1);
 END
@@ -363,15 +369,16 @@ CREATE OR REPLACE FUNCTION timers._session_reset(p_names text[], p_values text[]
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
     i integer;
 BEGIN
     IF p_names IS NULL THEN
         RETURN;
     END IF;
     RESET ALL;
-    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    v_nil := pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     FOR i IN 1 .. pg_catalog.cardinality(p_names) LOOP
-        PERFORM pg_catalog.set_config(p_names[i], p_values[i], false);
+        v_nil := pg_catalog.set_config(p_names[i], p_values[i], false);
     END LOOP;
     IF pg_catalog.pg_my_temp_schema() OPERATOR(pg_catalog.<>) 0 THEN
         IF EXISTS (SELECT 1 FROM pg_catalog.pg_class c
@@ -587,17 +594,18 @@ CREATE OR REPLACE FUNCTION timers._restore_session(p_settings text[], p_prepared
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
     v_names constant text[] := timers._guarded_settings();
     v_name text;
     i integer;
 BEGIN
-    PERFORM pg_catalog.set_config('search_path', p_settings[1], false);
+    v_nil := pg_catalog.set_config('search_path', p_settings[1], false);
     IF timers._settings_now() OPERATOR(pg_catalog.<>) p_settings THEN
       FOR i IN 2 .. pg_catalog.cardinality(v_names) LOOP
         v_name := v_names[i];
         CONTINUE WHEN v_name = 'transaction_read_only'
                    OR pg_catalog.current_setting(v_name, true) IS NOT DISTINCT FROM p_settings[i];
-        PERFORM pg_catalog.set_config(v_name, p_settings[i], false);
+        v_nil := pg_catalog.set_config(v_name, p_settings[i], false);
       END LOOP;
     END IF;
     IF pg_catalog.current_setting('transaction_read_only') IS DISTINCT FROM
@@ -616,7 +624,7 @@ BEGIN
             USING ERRCODE = '42501';
     END IF;
     -- what else the SQL may leave in the session goes before the COMMIT (_session_reset)
-    PERFORM pg_catalog.pg_advisory_unlock_all();
+    v_nil := pg_catalog.pg_advisory_unlock_all();
     IF EXISTS (SELECT 1 FROM pg_catalog.pg_cursors c WHERE c.is_holdable) THEN
         RAISE EXCEPTION 'a timer''s SQL may not leave a WITH HOLD cursor open: it would run after the run, as the runner'
             USING ERRCODE = '42501';

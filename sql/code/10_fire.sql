@@ -5,6 +5,10 @@
 -- timers.run_outcome), and the records of an attempt. Each routine calls only those
 -- below it, and the due-time arithmetic of 10_due_times.sql.
 --
+-- A call whose value is not needed is assigned to v_nil (`v_nil := f(...)`) on the path a
+-- fire takes, not PERFORMed: PL/pgSQL evaluates a simple expression without starting the
+-- executor, which PERFORM does for each call (a few microseconds, many times a fire).
+--
 -- Repeatable: applied whole on every install and upgrade, after the versioned
 -- migrations (docs/design.md). Each object here is defined in this file only.
 
@@ -30,6 +34,7 @@ CREATE OR REPLACE PROCEDURE timers._fire_many(
     LANGUAGE plpgsql
     AS $$
 DECLARE
+    v_nil pg_catalog.text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
     v_one pg_catalog.jsonb;
     v_fired pg_catalog.int4 := 0;
     v_kept pg_catalog.jsonb := '[]';
@@ -46,11 +51,11 @@ BEGIN
     END IF;
     LOOP
         IF p_late IS NOT NULL THEN
-            PERFORM pg_catalog.set_config('pgtimers.late', p_late::pg_catalog.text, true);
+            v_nil := pg_catalog.set_config('pgtimers.late', p_late::pg_catalog.text, true);
         END IF;
         v_one := timers._fire(p_runner, p_skip, p_skip_keyed, p_keyed_only, p_timeout_ms, p_mark);
         EXIT WHEN v_one IS NULL;
-        PERFORM timers._session_reset(p_session_names, p_session_values);
+        v_nil := timers._session_reset(p_session_names, p_session_values);
         COMMIT;
         v_fired := v_fired OPERATOR(pg_catalog.+) 1;
         IF timers._fire_kept(v_one) THEN
@@ -112,6 +117,7 @@ CREATE OR REPLACE FUNCTION timers._fire(
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
     v_kind text;
     v_id bigint;
     v_at timestamptz;  -- the due time (a timer) or the owed time (a keyed timer)
@@ -159,7 +165,7 @@ BEGIN
         IF v_kind IS NULL THEN
             RETURN NULL;
         END IF;
-        PERFORM timers._say_claimed(p_mark, v_kind, v_id, v_at);
+        v_nil := timers._say_claimed(p_mark, v_kind, v_id, v_at);
         IF v_kind <> 'keyed' THEN
             v_timeout_ms := timers._ms(coalesce(v_timeout, interval '10 minutes'));
             IF v_timeout_ms <> p_timeout_ms THEN
@@ -201,12 +207,14 @@ CREATE OR REPLACE FUNCTION timers._say_claimed(p_mark text, p_kind text, p_id bi
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
     AS $$
+DECLARE
+    v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
 BEGIN
     IF p_mark IS NOT NULL THEN
         RAISE NOTICE 'pgtimers: claimed' USING DETAIL = jsonb_build_object(
             'mark', p_mark, 'kind', p_kind, 'id', p_id, 'due_at', p_at,
             'at', clock_timestamp())::text;
-        PERFORM set_config('pgtimers.run_notices', 'on', true);
+        v_nil := set_config('pgtimers.run_notices', 'on', true);
     END IF;
 END
 $$;
@@ -382,6 +390,7 @@ CREATE OR REPLACE FUNCTION timers._run_due(
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
     t timers.timers;
     v_now timestamptz;
     v_due timestamptz := p_due;
@@ -468,7 +477,7 @@ BEGIN
     IF p_lost IS NULL AND r.sqlstate = '55P03' THEN
         RETURN timers._yielded(t, v_kind, v_due, r, v_skips);
     END IF;
-    PERFORM set_config('lock_timeout', v_locks, true);
+    v_nil := set_config('lock_timeout', v_locks, true);
     RETURN timers._due_recorded(t, v_kind, v_due, v_n1, v_now, r, v_skips, p_runner);
 END
 $$;
@@ -482,6 +491,7 @@ CREATE OR REPLACE FUNCTION timers._run_retry(t timers.timers, p_runner text, p_l
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
     v_now timestamptz := timers._run_clock(t, p_lost);
     v_prev timestamptz;
     r timers.run_outcome;
@@ -508,7 +518,7 @@ BEGIN
     IF p_lost IS NULL AND r.sqlstate = '55P03' THEN
         RETURN timers._yielded(t, 'retry', t.retry_due_at, r, '[]');
     END IF;
-    PERFORM set_config('lock_timeout', v_locks, true);
+    v_nil := set_config('lock_timeout', v_locks, true);
     RETURN timers._retry_recorded(t, v_now, r, p_runner);
 END
 $$;
@@ -684,6 +694,7 @@ CREATE OR REPLACE FUNCTION timers._keyed_fire(
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
     k timers.keyed_timers;
     v_now timestamptz;
     v_latest timers.keyed_timers;
@@ -729,9 +740,9 @@ BEGIN
                SET status = 'superseded', superseded_by = v_latest.key, superseded_at = v_now,
                    cause = 'catch_up', wakes = wakes + 1, updated_at = now()
              WHERE id = k.id;
-            PERFORM timers._keyed_event(k, 'superseded', 'catch_up', current_user,
+            v_nil := timers._keyed_event(k, 'superseded', 'catch_up', current_user,
                 jsonb_build_object('superseded_by', v_latest.key, 'runner', p_runner));
-            PERFORM timers._event('skipped', k.key, k.owed_at, NULL, '', '', jsonb_build_object(
+            v_nil := timers._event('skipped', k.key, k.owed_at, NULL, '', '', jsonb_build_object(
                 'count', 1, 'last', timers._iso(k.owed_at), 'reason', v_reason, 'kind', 'keyed'));
             RETURN jsonb_build_object('timer', k.key, 'kind', 'keyed', 'superseded', true,
                 'superseded_by', v_latest.key, 'due_at', timers._iso(k.owed_at),
@@ -755,11 +766,11 @@ BEGIN
            ok = v_ok, error = r.error, sqlstate = r.sqlstate,
            rows = r.rows, took_ms = r.took_ms, updated_at = now()
      WHERE id = k.id;
-    PERFORM timers._keyed_event(k, 'fired', 'wake', current_user, jsonb_build_object(
+    v_nil := timers._keyed_event(k, 'fired', 'wake', current_user, jsonb_build_object(
         'ok', v_ok, 'error', r.error, 'runner', p_runner, 'commit', pg_current_xact_id()::text,
         'late_by', v_late::text));
     IF NOT v_ok THEN
-        PERFORM timers._event('failed', k.key, k.owed_at, 1, r.error, r.sqlstate,
+        v_nil := timers._event('failed', k.key, k.owed_at, 1, r.error, r.sqlstate,
                               jsonb_build_object('kind', 'keyed'), NULL, r.messages);
     END IF;
     RETURN jsonb_build_object(
@@ -796,6 +807,7 @@ CREATE OR REPLACE FUNCTION timers._execute(
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
     o timers.run_outcome;
     v_context text;
     v_detail text;
@@ -808,11 +820,11 @@ BEGIN
         o.late_ms := timers._ms(coalesce(p_clock, o.started_at) - p_planned);
         RETURN o;
     END IF;
-    PERFORM set_config('pgtimers.timer', p_name, true);
-    PERFORM set_config('pgtimers.due_at', timers._iso(p_due), true);
-    PERFORM set_config('pgtimers.prev_due_at', coalesce(timers._iso(p_prev), ''), true);
-    PERFORM set_config('pgtimers.attempt', p_attempt::text, true);
-    PERFORM set_config('application_name', left('pgtimers: ' || p_name, 63), true);
+    v_nil := set_config('pgtimers.timer', p_name, true);
+    v_nil := set_config('pgtimers.due_at', timers._iso(p_due), true);
+    v_nil := set_config('pgtimers.prev_due_at', coalesce(timers._iso(p_prev), ''), true);
+    v_nil := set_config('pgtimers.attempt', p_attempt::text, true);
+    v_nil := set_config('application_name', left('pgtimers: ' || p_name, 63), true);
     o := ROW(true, '', '', 0, '', clock_timestamp(), NULL, NULL);
     IF p_timer IS NOT NULL AND current_setting('pgtimers.run_notices', true) = 'on' THEN
         -- the run's timers.runs row will have this timer and started_at
@@ -821,7 +833,7 @@ BEGIN
     BEGIN
         IF p_calendar IS NOT NULL THEN
             -- a trading timer whose calendar is gone fails: calendar 'X' does not exist
-            PERFORM timers._calendar_ready(p_calendar, p_due, p_zone, p_timer IS NULL);
+            v_nil := timers._calendar_ready(p_calendar, p_due, p_zone, p_timer IS NULL);
         END IF;
         o.rows := coalesce(timers._exec_as(p_owner, p_sql), 0);
     EXCEPTION WHEN query_canceled OR OTHERS THEN
@@ -837,7 +849,7 @@ BEGIN
             o.error := o.error || timers._lock_waiter(v_context);
         END IF;
         -- a rollback does not let go of session advisory locks the SQL took
-        PERFORM pg_catalog.pg_advisory_unlock_all();
+        v_nil := pg_catalog.pg_advisory_unlock_all();
     END;
     o.took_ms := timers._ms(clock_timestamp() - o.started_at);
     o.late_ms := timers._ms(coalesce(p_clock, o.started_at) - p_planned);
@@ -870,10 +882,11 @@ CREATE OR REPLACE FUNCTION timers._limit_lock_waits() RETURNS text
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
     v_old text := current_setting('lock_timeout');
 BEGIN
     IF v_old = '0' OR v_old::interval > interval '5 seconds' THEN
-        PERFORM set_config('lock_timeout', '5s', true);
+        v_nil := set_config('lock_timeout', '5s', true);
     END IF;
     RETURN v_old;
 END
@@ -963,6 +976,7 @@ CREATE OR REPLACE FUNCTION timers._due_recorded(
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
     v_skips jsonb := p_skips;
     v_n1 timestamptz := p_n1;
     v_ok boolean := r.ok;
@@ -1022,7 +1036,7 @@ BEGIN
         late_counts[v_lb] = late_counts[v_lb] + 1,
         late_sum_ms = late_sum_ms + greatest(v_late, 0)
      WHERE id = t.id;
-    PERFORM timers._attempt_recorded(t, p_kind, p_due, 1, r, v_late, o.retry_at, o.given_up,
+    v_nil := timers._attempt_recorded(t, p_kind, p_due, 1, r, v_late, o.retry_at, o.given_up,
                                      o.pause, o.streak, p_runner);
     RETURN timers._ran_after_yield(timers._attempt_result(t, p_kind, p_due, 1, r, v_late, v_skips,
                                                           o.retry_at, o.given_up, o.pause), t.id);
@@ -1039,6 +1053,7 @@ CREATE OR REPLACE FUNCTION timers._retry_recorded(t timers.timers, p_now timesta
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
     v_ok boolean := r.ok;
     v_started timestamptz := p_now;
     v_ended timestamptz := p_now;
@@ -1071,7 +1086,7 @@ BEGIN
         late_counts[v_lb] = late_counts[v_lb] + 1,
         late_sum_ms = late_sum_ms + greatest(v_late, 0)
      WHERE id = t.id;
-    PERFORM timers._attempt_recorded(t, 'retry', t.retry_due_at, t.retry_attempt, r,
+    v_nil := timers._attempt_recorded(t, 'retry', t.retry_due_at, t.retry_attempt, r,
                                      r.late_ms, o.retry_at, o.given_up, o.pause,
                                      o.streak, p_runner);
     RETURN timers._ran_after_yield(timers._attempt_result(
@@ -1204,6 +1219,7 @@ CREATE OR REPLACE FUNCTION timers._attempt_recorded(
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
+    v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
     v_ok boolean := r.ok;
     v_run bigint;
 BEGIN
@@ -1216,18 +1232,18 @@ BEGIN
         RETURNING id INTO v_run;
     END IF;
     IF NOT v_ok THEN
-        PERFORM timers._announce_failure(t, p_kind, p_due, p_attempt, r, p_retry_at, p_given_up,
+        v_nil := timers._announce_failure(t, p_kind, p_due, p_attempt, r, p_retry_at, p_given_up,
                                          p_paused, p_streak, p_runner, v_run);
     ELSIF t.last_ok = false THEN
-        PERFORM timers._event('recovered', t.name, p_due, p_attempt, '', '',
+        v_nil := timers._event('recovered', t.name, p_due, p_attempt, '', '',
             jsonb_build_object('kind', p_kind), v_run);
     END IF;
     IF t.deadline IS NOT NULL THEN
-        PERFORM timers._deadline_recorded(t, p_due, v_ok, p_retry_at IS NULL, p_attempt, p_late,
+        v_nil := timers._deadline_recorded(t, p_due, v_ok, p_retry_at IS NULL, p_attempt, p_late,
             CASE WHEN t.test_clock IS NULL THEN clock_timestamp() ELSE timers._now(t.test_clock) END);
     END IF;
     IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id) THEN
-        PERFORM timers._apply_pending(t.id);
+        v_nil := timers._apply_pending(t.id);
     END IF;
 END
 $$;
