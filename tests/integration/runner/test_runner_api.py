@@ -162,3 +162,32 @@ def test_a_schema_of_the_previous_release_is_refused_until_installed(
         wait_until(lambda: scalar(c, "SELECT count(*) FROM fired") >= 1, 45, "fires once installed")
     assert runner.log().count("event=serving") == 2
     assert runner.stop() == 0
+
+
+def test_an_install_past_a_running_runner_is_refused_at_its_next_start(
+    start_runner: Start, db: Database, other_db: Database
+) -> None:
+    """An install that raises the oldest runner API served past a running runner drops
+    routines that runner calls (here the heartbeat's): its call fails, its control
+    session starts again, and the start check refuses the database with the upgrade
+    hint; the other database is served all along."""
+    for each in (db, other_db):
+        with each.connect() as c:
+            c.execute(LOG_TABLE)
+            save(c, "tick", "every 1s", LOG_SQL)
+    runner = start_runner("--dsn", other_db.dsn, wait=False)
+    wait_until(lambda: runner.log().count("event=serving") == 2, 30, "both served")
+    with other_db.connect() as c:
+        wait_until(lambda: scalar(c, "SELECT count(*) FROM fired") >= 1, what="fires in other")
+        with c.transaction():
+            _declare(c, RUNNER_API + 1)
+            c.execute("DROP FUNCTION timers._runner_beat(text)")
+    runner.wait_for("event=runner_outdated", timeout=30)
+    with db.connect() as c:
+        now = scalar(c, "SELECT count(*) FROM fired")
+        wait_until(lambda: scalar(c, "SELECT count(*) FROM fired") >= now + 2, what="db served")
+    lines = [line for line in runner.log().splitlines() if "event=runner_outdated" in line]
+    assert len(lines) == 1 and f"database={other_db.name}" in lines[0], runner.log()
+    assert "upgrade the pgtimers package" in lines[0]
+    print(lines[0])
+    assert runner.stop() == 0
