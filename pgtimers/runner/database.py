@@ -17,7 +17,7 @@ from typing import Any
 import asyncpg
 
 from pgtimers import __version__
-from pgtimers.runner import blocked, log
+from pgtimers.runner import api_version, blocked, log
 from pgtimers.runner.autonomous import OwnerSessions
 from pgtimers.runner.blocked import BlockedWatch
 from pgtimers.runner.budget import is_refused
@@ -213,6 +213,13 @@ class DatabaseRunner(WorkerPool, Parking):
                 )
                 self.waiting_for_schema = True
                 wait = NOT_INSTALLED_RETRY
+            except api_version.ApiMismatch as exc:
+                self._refusal = api_version.refused(
+                    exc, self.database, self._refusal, NOT_INSTALLED_RETRY
+                )
+                # an install fixes an older schema; an older runner waits to give up
+                self.waiting_for_schema = exc.schema_older
+                wait = NOT_INSTALLED_RETRY
             except Untrusted as exc:
                 self.trusted = False
                 if str(exc) != self._refusal:
@@ -300,6 +307,7 @@ class DatabaseRunner(WorkerPool, Parking):
             if untrusted is not None:
                 raise Untrusted(*untrusted)
             self.trusted = True
+            await api_version.check(control)  # may it call the schema's routines
             self._refusal = ""
             if not self._checked:
                 # the check opens a second connection for a moment: it takes a slot

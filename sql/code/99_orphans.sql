@@ -8,9 +8,17 @@
 -- its own (a changed return type of the same arguments still does, in a versioned
 -- migration: CREATE OR REPLACE cannot change it). Without CASCADE: a user's object
 -- that still depends on such a routine stops the upgrade, with PostgreSQL's message.
+--
+-- Except a routine that runners of an API number this schema still serves call by
+-- name (24_runner_api.sql): runners of the previous release may be firing timers
+-- through it while this install runs, and keep doing so until they are restarted.
+-- Dropping it stops the install instead (55000), naming it: keep it defined, or raise
+-- the oldest runner API served.
 DO $orphans$
 DECLARE
     r record;
+    v_window record := timers._runner_api();
+    v_kept text;
 BEGIN
     FOR r IN
         SELECT p.oid::regprocedure AS routine, p.prokind
@@ -19,6 +27,16 @@ BEGIN
            AND p.xmin OPERATOR(pg_catalog.<>) pg_catalog.pg_current_xact_id()::xid
          ORDER BY 1
     LOOP
+        SELECT pg_catalog.string_agg(a.api::text, ', ' ORDER BY a.api) INTO v_kept
+          FROM timers._runner_api_routines() a
+         WHERE a.api OPERATOR(pg_catalog.>=) v_window.oldest
+           AND a.api OPERATOR(pg_catalog.<=) v_window.newest
+           AND pg_catalog.to_regprocedure(a.routine) OPERATOR(pg_catalog.=) r.routine::oid;
+        IF v_kept IS NOT NULL THEN
+            RAISE EXCEPTION 'pgtimers: this version no longer defines %, which runners of API % call, and it serves runner API %..%', r.routine, v_kept, v_window.oldest, v_window.newest
+                USING ERRCODE = '55000',
+                      HINT = 'Keep the routine defined (sql/code/24_runner_api.sql) until the oldest runner API served is past it.';
+        END IF;
         RAISE NOTICE 'pgtimers: dropping %, which this version no longer defines', r.routine;
         EXECUTE pg_catalog.format('DROP %s %s',
             CASE r.prokind WHEN 'p' THEN 'PROCEDURE' ELSE 'FUNCTION' END, r.routine);
