@@ -14,12 +14,33 @@
 -- through it while this install runs, and keep doing so until they are restarted.
 -- Dropping it stops the install instead (55000), naming it: keep it defined, or raise
 -- the oldest runner API served.
+--
+-- And a run in flight: a fire that began before this install commits runs the code it
+-- began with, and its next call of a routine dropped here would fail (a run's record
+-- routines changed arguments in 0029). So before it drops anything the install waits
+-- for the fires in flight to commit, and holds new claims back until it commits
+-- itself (EXCLUSIVE on the tables a claim locks rows of: a plain read goes on). It
+-- waits at most 60 s: a run still going then (a slow timer's SQL) stops the install
+-- (55P03), which changes nothing and can be run again.
 DO $orphans$
 DECLARE
     r record;
     v_window record := timers._runner_api();
     v_kept text;
 BEGIN
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_proc p
+                WHERE p.pronamespace = 'timers'::regnamespace
+                  AND p.xmin OPERATOR(pg_catalog.<>) pg_catalog.pg_current_xact_id()::xid) THEN
+        PERFORM pg_catalog.set_config('lock_timeout', '60s', true);
+        BEGIN
+            LOCK TABLE timers.timers, timers.keyed_timers, timers.run_requests, timers.backfill_jobs
+                IN EXCLUSIVE MODE;
+        EXCEPTION WHEN lock_not_available THEN
+            RAISE EXCEPTION 'pgtimers: runs in flight did not finish within 60 s, and this version replaces routines they may still call'
+                USING ERRCODE = '55P03',
+                      HINT = 'Run the install again when the long run ends (timers.status shows it running), or stop the runners first.';
+        END;
+    END IF;
     FOR r IN
         SELECT p.oid::regprocedure AS routine, p.prokind
           FROM pg_catalog.pg_proc p
