@@ -1,7 +1,7 @@
 """The options of a saved timer, defined once: name, SQL type, default and help of each.
 
 timers.save takes them (in this order, after name, schedule and sql), and so does the
-JSON object that timers.save(jsonb), timers.save_many and timers.apply read, which is
+JSON object that timers.save_json(jsonb), timers.save_many and timers.apply read, which is
 how the CLI, the HTTP API and the console save. The CLI's flags (cli/save.py), the HTTP
 body's keys (http/body.py), the OpenAPI schema (http/timer_schema.py) and the keys of
 `pgtimers apply`'s files (cli/spec_file.py) are made from this list; the console's form
@@ -207,7 +207,7 @@ KEYS: tuple[str, ...] = (*REQUIRED, *BY_NAME)
 
 
 def timer_json(values: Mapping[str, Any]) -> str:
-    """The JSON object timers.save(jsonb) takes: the given keys, in KEYS' order; a None
+    """The JSON object timers.save_json(jsonb) takes: the given keys, in KEYS' order; a None
     is left out, so the option takes its default."""
     unknown = set(values) - set(KEYS)
     if unknown:

@@ -3,4 +3,4 @@
 -- name: save_timer
 -- The timer as one JSON object (pgtimers.options.timer_json): an option left out takes
 -- timers.save's default.
-SELECT row_to_json(s) FROM timers.save(%(timer)s::jsonb) s;
+SELECT row_to_json(s) FROM timers.save_json(%(timer)s::jsonb) s;

@@ -17,7 +17,7 @@ SELECT json_build_object(
 -- name: save_timer
 -- POST /api/timers: the body as one JSON object (options.timer_json); a key left out
 -- takes timers.save's default.
-SELECT row_to_json(timers.save($1::jsonb))::text
+SELECT row_to_json(timers.save_json($1::jsonb))::text
 
 -- name: cast_time
 -- A body's time alone, to name the key of one PostgreSQL cannot read (values.py).

@@ -124,7 +124,7 @@ async def timer_history(request: web.Request) -> web.Response:
 
 
 async def save_timer(request: web.Request) -> web.Response:
-    """POST /api/timers: timers.save(jsonb), as the caller."""
+    """POST /api/timers: timers.save_json(jsonb), as the caller."""
     pool, raw = await post_body(request)
     body = parse_object(raw, SAVE_KEYS, empty_ok=False)
     # one JSON object, its nulls left out (the defaults); timers.save names a bad value

@@ -1,6 +1,6 @@
 """The option list of pgtimers/options.py against the SQL, on a real server: timers.save's
 signature (names, types and defaults in pg_proc) and what timers._timer_args reads from the
-JSON form, so neither can drift from the other; and timers.save(jsonb), which the CLI, the
+JSON form, so neither can drift from the other; and timers.save_json(jsonb), which the CLI, the
 HTTP API and the console save through, saves what the named-argument form saves and
 refuses what it refuses, with the same SQLSTATE and message."""
 
@@ -14,7 +14,7 @@ import pytest
 from psycopg import sql
 
 from pgtimers.options import BY_NAME, KEYS, OPTIONS, REQUIRED, Option, timer_json
-from tests.conftest import scalar
+from tests.conftest import Database, scalar
 
 _SAVE_PARAMETERS = """
     SELECT a.name, format_type(a.type, NULL), pg_get_function_arg_default(p.oid, a.n::integer)
@@ -139,7 +139,8 @@ def test_the_json_form_saves_what_the_named_form_saves(
     conn.execute("SELECT timers.create_test_clock('clk', '2029-06-01Z')")
     _named_save(conn, {**_MINIMAL, "name": "by_name", **sample})
     conn.execute(
-        "SELECT timers.save(%s::jsonb)", [timer_json({**_MINIMAL, **sample, "name": "by_json"})]
+        "SELECT timers.save_json(%s::jsonb)",
+        [timer_json({**_MINIMAL, **sample, "name": "by_json"})],
     )
     assert scalar(conn, _ROW, ["by_json"]) == scalar(conn, _ROW, ["by_name"])
 
@@ -175,7 +176,7 @@ def test_the_json_form_refuses_what_the_named_form_refuses(
     with pytest.raises(psycopg.Error) as named:
         _named_save(conn, {**_MINIMAL, **bad})
     with pytest.raises(psycopg.Error) as by_json:
-        conn.execute("SELECT timers.save(%s::jsonb)", [timer_json({**_MINIMAL, **bad})])
+        conn.execute("SELECT timers.save_json(%s::jsonb)", [timer_json({**_MINIMAL, **bad})])
     assert named.value.sqlstate is not None and not named.value.sqlstate.startswith("XX")
     assert (by_json.value.sqlstate, by_json.value.diag.message_primary) == (
         named.value.sqlstate,
@@ -195,4 +196,13 @@ def test_the_json_form_refuses_what_the_named_form_refuses(
 )
 def test_the_json_form_takes_one_object(conn: psycopg.Connection, body: str, message: str) -> None:
     with pytest.raises(psycopg.errors.InvalidParameterValue, match=re.escape(message)):
-        conn.execute("SELECT timers.save(%s::jsonb)", [body])
+        conn.execute("SELECT timers.save_json(%s::jsonb)", [body])
+
+
+def test_the_json_form_needs_pgtimers_admin(db: Database) -> None:
+    with db.connect("pgt_reader") as reader, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        reader.execute("SELECT timers.save_json(%s::jsonb)", [timer_json(_MINIMAL)])
+    with db.connect("pgt_alice") as alice:
+        alice.execute("SELECT timers.save_json(%s::jsonb)", [timer_json(_MINIMAL)])
+    with db.connect() as conn:
+        assert scalar(conn, "SELECT owner FROM timers.timers") == "pgt_alice"
