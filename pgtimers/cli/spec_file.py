@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pgtimers.options import OPTIONS, REQUIRED
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10 (dependency: tomli; python_version < "3.11")
@@ -22,29 +24,12 @@ else:  # pragma: no cover - Python 3.10 (dependency: tomli; python_version < "3.
 
 # what each key may hold; an interval is text PostgreSQL reads ('30 seconds')
 _TEXT, _INT, _BOOL, _TIME, _DAY = "text", "integer", "boolean", "time", "date"
+# an option's kind (options.py) -> what its key holds in a file
+_OPTION_KEY = {"bool": _BOOL, "str": _TEXT, "time": _TIME, "int": _INT, "int32": _INT}
 TIMER_KEYS: dict[str, str] = {
-    "name": _TEXT,
-    "schedule": _TEXT,
-    "sql": _TEXT,
+    **dict.fromkeys(REQUIRED, _TEXT),
     "sql_file": _TEXT,
-    "enabled": _BOOL,
-    "timezone": _TEXT,
-    "catch_up": _TEXT,
-    "start_at": _TIME,
-    "end_at": _TIME,
-    "max_runs": _INT,
-    "timeout": _TEXT,
-    "locked": _BOOL,
-    "test_clock": _TEXT,
-    "retries": _INT,
-    "retry_delay": _TEXT,
-    "pause_after": _INT,
-    "jitter": _TEXT,
-    "priority": _INT,
-    "catch_up_window": _TEXT,
-    "autonomous": _BOOL,
-    "deadline": _TEXT,
-    "history": _TEXT,
+    **{option.name: _OPTION_KEY.get(option.kind, _TEXT) for option in OPTIONS},
 }
 CALENDAR_KEYS = {"name": _TEXT, "week": _TEXT, "valid_from": _DAY, "valid_until": _DAY}
 CALENDAR_LISTS: dict[str, dict[str, str]] = {

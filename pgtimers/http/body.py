@@ -9,35 +9,16 @@ import json
 from typing import Any
 
 from pgtimers.http.errors import HttpError
+from pgtimers.options import OPTIONS, REQUIRED
 
 BIGINT_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 
 # key -> (kind, required); kinds: str, bool, int (bigint), int32 (integer), time (ISO text or
-# Unix ms), interval (text or seconds), tables. The order of SAVE_KEYS is the order of the
-# parameters of the save_timer query.
+# Unix ms), interval (text or seconds), tables. A timer's keys are its options' (options.py).
 SAVE_KEYS: dict[str, tuple[str, bool]] = {
-    "name": ("str", True),
-    "schedule": ("str", True),
-    "sql": ("str", True),
-    "enabled": ("bool", False),
-    "timezone": ("str", False),
-    "catch_up": ("str", False),
-    "start_at": ("time", False),
-    "end_at": ("time", False),
-    "max_runs": ("int", False),
-    "timeout": ("interval", False),
-    "locked": ("bool", False),
-    "test_clock": ("str", False),
-    "retries": ("int32", False),
-    "retry_delay": ("interval", False),
-    "pause_after": ("int32", False),
-    "jitter": ("interval", False),
-    "priority": ("int32", False),
-    "catch_up_window": ("interval", False),
-    "autonomous": ("bool", False),
-    "deadline": ("interval", False),
-    "history": ("str", False),
+    **dict.fromkeys(REQUIRED, ("str", True)),
+    **{option.name: (option.kind, False) for option in OPTIONS},
 }
 ENABLE_KEYS: dict[str, tuple[str, bool]] = {"enabled": ("bool", False)}
 KEEP_KEYS: dict[str, tuple[str, bool]] = {

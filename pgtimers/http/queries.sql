@@ -15,20 +15,9 @@ SELECT json_build_object(
            'may_export', pg_has_role(timers._role('admin'), 'MEMBER'))::text
 
 -- name: save_timer
--- POST /api/timers: create or replace; options left NULL (absent, or null in the body)
--- take timers.save's defaults. Parameters in the order of body.SAVE_KEYS.
-SELECT row_to_json(timers.save(
-           name => $1::text, schedule => $2::text, sql => $3::text,
-           enabled => coalesce($4::boolean, true), timezone => $5::text, catch_up => $6::text,
-           start_at => $7::text::timestamptz, end_at => $8::text::timestamptz,
-           max_runs => $9::bigint, timeout => $10::text::interval,
-           locked => coalesce($11::boolean, false), test_clock => $12::text,
-           retries => coalesce($13::integer, 0),
-           retry_delay => coalesce($14::text::interval, interval '30 seconds'),
-           pause_after => $15::integer, jitter => $16::text::interval,
-           priority => coalesce($17::integer, 0), catch_up_window => $18::text::interval,
-           autonomous => coalesce($19::boolean, false), deadline => $20::text::interval,
-           history => coalesce($21::text, 'all')))::text
+-- POST /api/timers: the body as one JSON object (options.timer_json); a key left out
+-- takes timers.save's default.
+SELECT row_to_json(timers.save_json($1::jsonb))::text
 
 -- name: cast_time
 -- A body's time alone, to name the key of one PostgreSQL cannot read (values.py).

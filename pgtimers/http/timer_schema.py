@@ -1,10 +1,12 @@
 """The OpenAPI schemas of a timer (openapi.py puts them in the document): its JSON, which
 is its timers.status row in column order, and the body of POST /api/timers, whose keys
-are those of body.SAVE_KEYS."""
+are name, schedule, sql and the options of pgtimers/options.py."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from pgtimers.options import OPTIONS, REQUIRED, Option
 
 INT = {"type": "integer", "format": "int64"}
 INT32 = {"type": "integer", "format": "int32"}
@@ -79,22 +81,45 @@ TIMER_FIELDS: dict[str, dict[str, Any]] = {
     ),
 }
 
-TIME = {"oneOf": [{"type": "string"}, INT], "nullable": True}
-
-
-def _interval(description: str, **more: Any) -> dict[str, Any]:
-    return {
+# a value of each kind of option in the body of POST /api/timers (body.py reads them)
+_OPTION_KINDS: dict[str, dict[str, Any]] = {
+    "bool": BOOL,
+    "str": STR,
+    "time": {
+        "oneOf": [{"type": "string"}, INT],
+        "description": "ISO 8601 text or Unix milliseconds",
+    },
+    "int": INT,
+    "int32": INT32,
+    "interval": {
         "oneOf": [{"type": "string"}, {"type": "number"}],
-        "nullable": True,
-        "description": f"an interval ('5 minutes') or seconds: {description}",
-        **more,
-    }
+        "description": "an interval ('5 minutes') or seconds",
+    },
+}
+
+
+def option_schema(option: Option) -> dict[str, Any]:
+    """The schema of one option in the body: its kind, range and default; null is the
+    default too."""
+    schema = dict(_OPTION_KINDS[option.kind], nullable=True)
+    words = f"{option.help}; default {option.shown_default}"
+    kind_words = schema.get("description")
+    schema["description"] = f"{kind_words}: {words}" if kind_words else words
+    if option.choices:
+        schema["enum"] = list(option.choices)
+    if option.minimum is not None:
+        schema["minimum"] = option.minimum
+    if option.maximum is not None:
+        schema["maximum"] = option.maximum
+    if option.default is not None:
+        schema["default"] = option.default
+    return schema
 
 
 SAVE_BODY = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["name", "schedule", "sql"],
+    "required": list(REQUIRED),
     "properties": {
         "name": {
             "type": "string",
@@ -103,74 +128,6 @@ SAVE_BODY = {
         },
         "schedule": {"type": "string", "example": "every 5m"},
         "sql": {"type": "string", "example": "CALL refresh_shop_totals()"},
-        "enabled": {"type": "boolean", "default": True},
-        "timezone": nullable(STR),
-        "catch_up": {"type": "string", "enum": ["skip", "latest", "all"], "nullable": True},
-        "start_at": dict(TIME, description="ISO 8601 text or Unix milliseconds"),
-        "end_at": dict(TIME, description="ISO 8601 text or Unix milliseconds"),
-        "max_runs": nullable(dict(INT, minimum=1)),
-        "timeout": _interval("1 second to 24 hours (default 10 minutes)"),
-        "locked": {"type": "boolean", "default": False},
-        "test_clock": nullable(STR),
-        "retries": nullable(
-            dict(
-                INT32,
-                minimum=0,
-                maximum=100,
-                default=0,
-                description="attempts after a failed first one; null: 0",
-            )
-        ),
-        "retry_delay": _interval(
-            "before the first retry, 1 second to 1 hour; it doubles with each retry, "
-            "to at most an hour; null: 30 seconds",
-            default="30 seconds",
-        ),
-        "pause_after": nullable(
-            dict(
-                INT32,
-                minimum=1,
-                maximum=10000,
-                description="failed due times in a row that turn it off; null: never",
-            )
-        ),
-        "jitter": _interval(
-            "0 to 1 hour, less than the time between its due times: each due time runs "
-            "at a fixed offset in [0, jitter); null: none"
-        ),
-        "priority": nullable(
-            dict(
-                INT32,
-                minimum=-100,
-                maximum=100,
-                default=0,
-                description="higher starts first when workers are short; null: 0",
-            )
-        ),
-        "catch_up_window": _interval(
-            "more than 0, at most 1 year: a due time missed while no runner served runs "
-            "late only if it is less than this old when a runner is back (with catch_up "
-            "'skip', the latest such one runs); null: none, catch_up alone decides"
-        ),
-        "autonomous": {
-            "type": "boolean",
-            "default": False,
-            "nullable": True,
-            "description": "true: the SQL runs in a session of the owner's own login, statement "
-            "by statement, outside any transaction block (VACUUM, CREATE INDEX CONCURRENTLY, "
-            "procedures that COMMIT); null: false",
-        },
-        "deadline": _interval(
-            "more than 0, at most 1 year: a due time with no successful commit this long "
-            "after it was due raises one deadline_missed event; null: none"
-        ),
-        "history": {
-            "type": "string",
-            "enum": ["all", "failures"],
-            "default": "all",
-            "nullable": True,
-            "description": "which runs keep a timers.runs row: all, or failures (failures, "
-            "skips and retries only; the counters still count every run); null: all",
-        },
+        **{option.name: option_schema(option) for option in OPTIONS},
     },
 }

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 
-import asyncpg
 from aiohttp import web
 
 from pgtimers.http.body import ENABLE_KEYS, KEEP_KEYS, SAVE_KEYS, parse_object
 from pgtimers.http.context import BACKEND, add_post, caller_pool, post_body, post_pool
 from pgtimers.http.errors import HttpError, json_response
 from pgtimers.http.queries import query as _sql
-from pgtimers.http.values import name_the_bad_value
+from pgtimers.options import timer_json
 
 RUN_FIELDS = ("name", "finished", "ok", "error", "took_ms", "rows")
 # ?window= of GET /api/timers/<name>/history: how far back its charts go
@@ -125,15 +124,11 @@ async def timer_history(request: web.Request) -> web.Response:
 
 
 async def save_timer(request: web.Request) -> web.Response:
-    """POST /api/timers: timers.save, as the caller."""
+    """POST /api/timers: timers.save_json(jsonb), as the caller."""
     pool, raw = await post_body(request)
     body = parse_object(raw, SAVE_KEYS, empty_ok=False)
-    args = [body.get(key) for key in SAVE_KEYS]
-    try:
-        return json_response(await pool.fetchval(_sql("save_timer"), *args))
-    except asyncpg.exceptions.DataError:
-        await name_the_bad_value(pool, body, SAVE_KEYS)
-        raise
+    # one JSON object, its nulls left out (the defaults); timers.save names a bad value
+    return json_response(await pool.fetchval(_sql("save_timer"), timer_json(body)))
 
 
 async def run_timer(request: web.Request) -> web.Response:

@@ -508,6 +508,46 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
+-- timers.save with the timer as one JSON object, {name, schedule, sql, ...options}: the
+-- form save_many takes each timer in, and the one the CLI, the HTTP API and the console
+-- save through (their option list: pgtimers/options.py). A key left out or a JSON null
+-- takes the option's default (enabled, locked and autonomous: left out only).
+CREATE OR REPLACE FUNCTION timers.save_json(timer jsonb) RETURNS timers.status
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_state   text;
+    v_message text;
+    v_detail  text;
+    v_hint    text;
+BEGIN
+    PERFORM timers._require_admin('save a timer');
+    -- one timer: timers._save would take an array as many
+    IF jsonb_typeof(save_json.timer) IS DISTINCT FROM 'object' THEN
+        RAISE EXCEPTION 'a timer is a JSON object with name, schedule and sql, not %',
+            coalesce(jsonb_typeof(save_json.timer), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    RETURN timers._status((timers._save(current_user, save_json.timer))[1]);
+EXCEPTION WHEN OTHERS THEN
+    -- the refusal as this call's own: one line, without the CONTEXT lines of the
+    -- internal routines that raised it (same SQLSTATE, message, detail and hint)
+    GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT,
+                            v_detail = PG_EXCEPTION_DETAIL, v_hint = PG_EXCEPTION_HINT;
+    IF v_detail = '' AND v_hint = '' THEN
+        RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = v_message;
+    ELSIF v_detail = '' THEN
+        RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = v_message, HINT = v_hint;
+    ELSIF v_hint = '' THEN
+        RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = v_message, DETAIL = v_detail;
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = v_state, MESSAGE = v_message, DETAIL = v_detail, HINT = v_hint;
+END
+$$;
+
+COMMENT ON FUNCTION timers.save_json(jsonb) IS
+    'Create or replace a timer given as one JSON object: {name, schedule, sql, ...options of timers.save}; a key left out takes its default. Returns its timers.status row. Needs pgtimers_admin.';
+
 -- Many timers in one call, through the same checks as timers.save: a JSON array of
 -- objects with name, schedule, sql and any of save's options. All are saved or none
 -- (the first bad one's error says which, "timer 3: ..."). How many were saved.
@@ -911,6 +951,7 @@ REVOKE ALL ON FUNCTION
     timers._require_calendar(jsonb),
     timers._save(name,jsonb),
     timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean,interval,text),
+    timers.save_json(jsonb),
     timers._set_enabled(name,text,boolean),
     timers.enable(text,boolean),
     timers._delete(name,text),
@@ -937,6 +978,7 @@ GRANT EXECUTE ON FUNCTION
     timers._check_jitter(interval,timers.timers,timestamp with time zone),
     timers._require_calendar(jsonb),
     timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean,interval,text),
+    timers.save_json(jsonb),
     timers.save_many(jsonb),
     timers.enable(text,boolean),
     timers.delete(text),

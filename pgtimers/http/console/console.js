@@ -348,25 +348,29 @@ async function loadStats() {
 
 // ---- forms -----------------------------------------------------------------
 
+// The New timer form's fields are named as the keys of a timer (pgtimers/options.py;
+// tests/unit/test_options.py checks them): a box is true or false, a number field a
+// number, the SQL as typed, any other text trimmed; an empty field that is not required
+// is left out, so the option takes its default. What a value may be, the server says.
+function timerBody(form) {
+  const body = {};
+  for (const input of form.elements) {
+    if (!input.name) continue;
+    if (input.type === "checkbox") {
+      body[input.name] = input.checked;
+      continue;
+    }
+    const text = input.tagName === "TEXTAREA" ? input.value : input.value.trim();
+    if (!text && !input.required) continue;
+    body[input.name] = input.type === "number" ? Number(text) : text;
+  }
+  return body;
+}
+
 async function saveTimer(event) {
   event.preventDefault();
   const f = event.target;
-  const value = (n) => field(f, n).value;
-  const body = { name: value("name").trim(), schedule: value("schedule").trim(), sql: value("sql") };
-  body.enabled = field(f, "enabled").checked;
-  body.autonomous = field(f, "autonomous").checked;
-  if (value("timezone").trim()) body.timezone = value("timezone").trim();
-  if (value("catch_up")) body.catch_up = value("catch_up");
-  if (value("catch_up_window").trim()) body.catch_up_window = value("catch_up_window").trim();
-  if (value("deadline").trim()) body.deadline = value("deadline").trim();
-  if (value("history")) body.history = value("history");
-  // run policies: empty is the default; what a value may be, the server says
-  for (const n of ["retries", "pause_after", "priority"]) {
-    if (value(n).trim()) body[n] = Number(value(n));
-  }
-  for (const n of ["retry_delay", "jitter"]) {
-    if (value(n).trim()) body[n] = value(n).trim();
-  }
+  const body = timerBody(f);
   try {
     const t = await api("POST", withDb("/api/timers"), body);
     say("timer " + t.name + " saved; next run " + nextRun(t, serverNow()), "ok");
