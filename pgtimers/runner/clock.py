@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
@@ -105,7 +106,9 @@ class FakeClock:
             await asyncio.sleep(0)
             return
         woken = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._sleepers, (self._now + seconds, next(self._seq), woken))
+        # at least the next float: a sleep too short to move the time would never end
+        until = max(self._now + seconds, math.nextafter(self._now, math.inf))
+        heapq.heappush(self._sleepers, (until, next(self._seq), woken))
         await woken
 
     @property

@@ -195,10 +195,9 @@ class DatabaseRunner:
 
     def _slot_wanted(self) -> None:
         """The budget's call when a worker or control session (of any database) starts to
-        wait for a slot: wake this database's idle workers and its control session, to
-        give theirs back if it is another's turn."""
+        wait for a slot: wake the control session, to park if it is another's turn (the
+        pool wakes its idle workers itself)."""
         self._pressure.set()
-        asyncio.get_running_loop().create_task(self.pool.nudge())
 
     async def _control_forever(self) -> None:
         backoff = Backoff()

@@ -137,10 +137,20 @@ class WorkerPool:
         """Run `workers` (the last `burst` of them burst workers) until left."""
         self.workers = workers
         base = len(workers) - self.burst
-        await asyncio.gather(
-            *(self._work_forever(w, burst=i >= base) for i, w in enumerate(workers)),
-            return_exceptions=True,
-        )
+        self.s.budget.on_wanted(self._slot_wanted)
+        try:
+            await asyncio.gather(
+                *(self._work_forever(w, burst=i >= base) for i, w in enumerate(workers)),
+                return_exceptions=True,
+            )
+        finally:
+            self.s.budget.forget(self._slot_wanted)
+
+    def _slot_wanted(self) -> None:
+        """The budget's call when a worker or control session (of any database) starts to
+        wait for a slot: wake the idle workers, to give theirs back if it is another's
+        turn."""
+        asyncio.get_running_loop().create_task(self.nudge())
 
     async def leave(self) -> None:
         """The workers finish their run and go."""

@@ -1,0 +1,44 @@
+"""Reconnecting and giving up on a fake clock, without a database: a refused connection
+waits REFUSED_RETRY and caps the budget; a runner that serves no database for
+GIVE_UP_AFTER seconds gives up."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+
+from pgtimers.runner import service
+from pgtimers.runner.budget import ConnectionBudget
+from pgtimers.runner.clock import FakeClock
+from pgtimers.runner.work import REFUSED_RETRY
+from tests.unit.runner_parts import Database, run
+
+
+def test_a_refused_connection_waits_and_caps_the_budget() -> None:
+    async def go(clock: FakeClock) -> None:
+        budget = ConnectionBudget(limit=5, clock=clock)
+        a = Database("a", budget, clock)
+        worker = a.workers[0]
+        refused = asyncpg.TooManyConnectionsError("sorry, too many clients already")
+        worker.fail = [refused]
+        a.start()
+        await a.work(1)
+        await clock.run_until(lambda: bool(a.due.fired), limit=5, step=0.01)
+        assert round(worker.tries[1] - worker.tries[0], 3) == REFUSED_RETRY
+        assert budget.cap() == 2  # what it held then, at least a control session and a worker
+        await a.stop()
+
+    run(go)
+
+
+def test_a_runner_serving_nothing_gives_up_after_its_time() -> None:
+    async def go(clock: FakeClock) -> None:
+        runner = service.Runner(service.RunnerOptions(dsns=["host=nowhere dbname=x"]), clock)
+        monitor = asyncio.create_task(runner._monitor())
+        await clock.advance(service.GIVE_UP_AFTER - 1)
+        assert not runner.gave_up
+        await clock.run_until(monitor.done, limit=3, step=0.5)
+        assert runner.gave_up and runner.stopping.is_set()
+
+    run(go)
