@@ -212,11 +212,8 @@ class ConnectionBudget:
                 alive()
                 self._grant()  # a ceiling may have lifted
                 waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(s.wait()) for s in stops]
-                waits.append(asyncio.ensure_future(self.clock.sleep(LOOK_EVERY)))
                 try:
-                    await asyncio.wait(
-                        [waiter.granted, *waits], return_when=asyncio.FIRST_COMPLETED
-                    )
+                    await self.clock.wait_first([waiter.granted, *waits], LOOK_EVERY)
                 finally:
                     for w in waits:
                         w.cancel()

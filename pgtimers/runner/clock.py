@@ -10,14 +10,14 @@ import heapq
 import itertools
 import math
 import time
-from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
 
 class Clock(Protocol):
-    """Monotonic seconds (`now`) and a sleep measured by the same clock."""
+    """Monotonic seconds (`now`), and sleeps and timeouts measured by the same clock."""
 
     def now(self) -> float:
         """Seconds on a monotonic scale."""
@@ -27,9 +27,19 @@ class Clock(Protocol):
         """Return after `seconds` of this clock."""
         ...
 
+    async def wait_for(self, awaitable: Awaitable[T], timeout: float | None) -> T:
+        """asyncio.wait_for on this clock: the result, or TimeoutError after `timeout`."""
+        ...
+
+    async def wait_first(
+        self, futures: Iterable[asyncio.Future[Any]], timeout: float | None
+    ) -> None:
+        """Until one of `futures` is done or `timeout` seconds passed (None: no limit)."""
+        ...
+
 
 class RealClock:
-    """time.monotonic and asyncio.sleep."""
+    """time.monotonic and asyncio's own waits."""
 
     def now(self) -> float:
         """time.monotonic()."""
@@ -39,52 +49,30 @@ class RealClock:
         """asyncio.sleep(seconds)."""
         await asyncio.sleep(max(seconds, 0.0))
 
+    async def wait_for(self, awaitable: Awaitable[T], timeout: float | None) -> T:
+        """asyncio.wait_for."""
+        return await asyncio.wait_for(awaitable, timeout)
+
+    async def wait_first(
+        self, futures: Iterable[asyncio.Future[Any]], timeout: float | None
+    ) -> None:
+        """asyncio.wait(FIRST_COMPLETED)."""
+        limit = None if timeout is None else max(timeout, 0.0)
+        await asyncio.wait(futures, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+
 
 REAL: Clock = RealClock()
 
 
-async def wait_any(clock: Clock, *events: asyncio.Event, timeout: float | None) -> bool:
+async def wait_any(clock: Clock, *events: asyncio.Event, timeout: float | None) -> None:
     """Until one of `events` is set or `timeout` seconds of `clock` passed (None: no
-    limit); whether one is set."""
-    if any(e.is_set() for e in events):
-        return True
-    waits: list[asyncio.Future[object]] = [asyncio.ensure_future(e.wait()) for e in events]
-    if timeout is not None:
-        waits.append(asyncio.ensure_future(clock.sleep(max(timeout, 0.0))))
+    limit)."""
+    waits = [asyncio.ensure_future(e.wait()) for e in events]
     try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        await clock.wait_first(waits, timeout)
     finally:
         for w in waits:
             w.cancel()
-    return any(e.is_set() for e in events)
-
-
-async def wait_for(clock: Clock, awaitable: Awaitable[T], timeout: float | None) -> T:
-    """asyncio.wait_for measured by `clock`: the awaitable's result, or TimeoutError (the
-    awaitable cancelled and finished first, so a Condition's lock is held again)."""
-    task = asyncio.ensure_future(awaitable)
-    if timeout is None:
-        return await task
-    if timeout <= 0:  # as asyncio.wait_for: out of time before it starts
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        raise asyncio.TimeoutError
-    timer = asyncio.ensure_future(clock.sleep(max(timeout, 0.0)))
-    try:
-        await asyncio.wait([task, timer], return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        raise
-    finally:
-        timer.cancel()
-    if task.done():
-        return task.result()
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-    if task.cancelled():
-        raise asyncio.TimeoutError
-    return task.result()  # it finished as it was cancelled
 
 
 class FakeClock:
@@ -95,6 +83,7 @@ class FakeClock:
         self._now = start
         self._seq = itertools.count()
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._over = False
 
     def now(self) -> float:
         """The fake time."""
@@ -102,7 +91,7 @@ class FakeClock:
 
     async def sleep(self, seconds: float) -> None:
         """Until advance() has moved the time by `seconds` (a turn of the loop for 0)."""
-        if seconds <= 0:
+        if seconds <= 0 or self._over:
             await asyncio.sleep(0)
             return
         woken = asyncio.get_running_loop().create_future()
@@ -110,6 +99,53 @@ class FakeClock:
         until = max(self._now + seconds, math.nextafter(self._now, math.inf))
         heapq.heappush(self._sleepers, (until, next(self._seq), woken))
         await woken
+
+    def over(self) -> None:
+        """The test is over: every sleeper wakes now, and later sleeps end at once (so
+        that a failed test's tasks, cancelled, can finish what they do in `finally`)."""
+        self._over = True
+        for _, _, woken in self._sleepers:
+            if not woken.done():
+                woken.set_result(None)
+        self._sleepers.clear()
+
+    async def wait_for(self, awaitable: Awaitable[T], timeout: float | None) -> T:
+        """asyncio.wait_for on the fake time: the awaitable's result, or TimeoutError (the
+        awaitable cancelled and finished first, so a Condition's lock is held again)."""
+        task = asyncio.ensure_future(awaitable)
+        if timeout is None:
+            return await task
+        if timeout <= 0:  # as asyncio.wait_for: out of time before it starts
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise asyncio.TimeoutError
+        try:
+            await self.wait_first([task], timeout)
+        except asyncio.CancelledError:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise
+        if task.done():
+            return task.result()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        if task.cancelled():
+            raise asyncio.TimeoutError
+        return task.result()  # it finished as it was cancelled
+
+    async def wait_first(
+        self, futures: Iterable[asyncio.Future[Any]], timeout: float | None
+    ) -> None:
+        """Until one of `futures` is done or `timeout` fake seconds passed."""
+        waits: list[asyncio.Future[Any]] = list(futures)
+        timer = None if timeout is None else asyncio.ensure_future(self.sleep(max(timeout, 0.0)))
+        try:
+            await asyncio.wait(
+                [*waits, *([timer] if timer else [])], return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            if timer is not None:
+                timer.cancel()
 
     @property
     def sleepers(self) -> int:

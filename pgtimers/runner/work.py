@@ -15,7 +15,7 @@ from typing import Protocol
 from pgtimers.runner import log
 from pgtimers.runner.answers import Outcome, Unrun
 from pgtimers.runner.budget import is_refused
-from pgtimers.runner.clock import Clock, wait_for
+from pgtimers.runner.clock import Clock
 from pgtimers.runner.life import Life
 from pgtimers.runner.serving import LOOK_EVERY, Backoff, Serving
 from pgtimers.runner.slots import WorkerSlots
@@ -235,7 +235,7 @@ class WorkerPool:
             alone = not self.control.serving and not self._parked and not burst and idle is not None
             timeout = min(idle, LOOK_EVERY) if alone and idle is not None else idle
             try:
-                await wait_for(self.clock, self._work.wait_for(ready), timeout)
+                await self.clock.wait_for(self._work.wait_for(ready), timeout)
             except asyncio.TimeoutError:
                 if not alone or (idle is not None and idle <= LOOK_EVERY):
                     return None

@@ -158,5 +158,14 @@ class Database:
 
 
 def run(test: Callable[[FakeClock], Coroutine[object, object, None]]) -> None:
-    """Run an async test body with a fresh FakeClock."""
-    asyncio.run(test(FakeClock()))
+    """Run an async test body with a fresh FakeClock (over when the body ends, so that a
+    failure fails instead of waiting for fake time that never comes)."""
+
+    async def body() -> None:
+        clock = FakeClock()
+        try:
+            await test(clock)
+        finally:
+            clock.over()
+
+    asyncio.run(body())

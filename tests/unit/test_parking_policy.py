@@ -1,6 +1,7 @@
 """Parking a control session and its return, on a fake clock and without a database: it
 parks only while another database waits and nothing of its own is due soon, comes back
-before its next due time or when its doorbell rings."""
+before its next due time or when its doorbell rings, and gives up saying it stopped when
+no slot comes in time."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from pgtimers.runner.budget import ConnectionBudget
 from pgtimers.runner.clock import FakeClock
 from pgtimers.runner.life import Life
-from pgtimers.runner.parking import CONTROL_SLICE, PARK_LOOK, WAKE_LEAD, Parking
+from pgtimers.runner.parking import CONTROL_SLICE, LEAVE_WAIT, PARK_LOOK, WAKE_LEAD, Parking
 from pgtimers.runner.serving import Serving
 from tests.unit.runner_parts import run
 
@@ -129,5 +130,22 @@ def test_a_parked_database_returns_at_its_time_or_when_its_doorbell_rings() -> N
         budget2.doorbells.ring(["a"])
         await clock.settle()
         assert back.done()
+
+    run(go)
+
+
+def test_leaving_while_parked_gives_up_without_a_slot() -> None:
+    async def go(clock: FakeClock) -> None:
+        budget = ConnectionBudget(limit=1, clock=clock)
+        parking, _ = _parking(clock, ConnectionBudget(limit=2, clock=clock))
+        parking.s.budget = budget
+        stop = asyncio.Event()
+        assert await budget.acquire("b", (stop,), lambda: None)  # the server's only slot
+        parking.parked = True
+        began = clock.now()
+        leaving = asyncio.create_task(parking.leave_parked())
+        await clock.run_until(leaving.done, limit=LEAVE_WAIT + 2, step=0.5)
+        assert LEAVE_WAIT <= clock.now() - began < LEAVE_WAIT + 1.5
+        assert not parking.parked and budget.held == 1 and budget.waiting == 0
 
     run(go)
