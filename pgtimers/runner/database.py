@@ -125,6 +125,7 @@ class DatabaseRunner:
                 lambda: self.trusted and (self.serving or self.parked),
                 self.pool.stops(),
                 self.life.alive,
+                clock,
             )
 
     @property
