@@ -2,14 +2,16 @@
 fires (timers._fire_many's {fired, results, more}), each fire's answer (a run's result, a
 claim to run under its own time limit, a failure of the run machinery, an autonomous
 attempt, or nothing), the start of serving (timers._runner_start) and the skips it and a
-clock jump report. What is not known here is passed through untouched: a new key is no
+clock jump report, and the control session's look at what is due (a row, not jsonb,
+typed here too). What is not known here is passed through untouched: a new key is no
 error, a missing one takes the default the SQL means."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 # The time limit of a fire unless its timer has its own (a timer's timeout defaults to 10
 # minutes in SQL too: timers.save, and connect.sql's session statement_timeout). The one
@@ -190,3 +192,12 @@ def parse_skips(raw: Any) -> list[Skip]:
 def parse_run_result(raw: Mapping[str, Any] | None) -> RunResult | None:
     """A run's result (timers._run_lost's, say); None for NULL or {} (nothing recorded)."""
     return RunResult(**raw) if raw else None  # type: ignore[typeddict-item]
+
+
+class Wake(NamedTuple):
+    """timers._next_wake's row: the server's clock, the earliest due time of anything (it
+    may have passed: a run holds it), and the earliest due time still to come."""
+
+    db_now: dt.datetime
+    wake_at: dt.datetime | None
+    next_at: dt.datetime | None
