@@ -14,20 +14,13 @@ from typing import Protocol
 
 from pgtimers.runner import log
 from pgtimers.runner.answers import Outcome, Unrun
-from pgtimers.runner.budget import is_refused
 from pgtimers.runner.clock import Clock
+from pgtimers.runner.failures import WorkerFailures
 from pgtimers.runner.life import Life
 from pgtimers.runner.serving import LOOK_EVERY, Backoff, Serving
 from pgtimers.runner.slots import WorkerSlots
-from pgtimers.runner.trouble import Trouble, is_operational
-from pgtimers.runner.worker import is_connection_error
+from pgtimers.runner.trouble import Trouble
 
-# The server refused a worker's connection (no slot left): tried again this often, so
-# that a full server is not asked many times a second by every waiting worker.
-REFUSED_RETRY = 1.0
-# While the server is full, the databases' workers get a connection now and then (in
-# turn): an outage of one database ends only after this long without a refusal.
-REFUSED_QUIET = 60.0
 # After a run yielded (held.py), its worker waits this long before its next claim.
 YIELD_SETTLE = 0.2
 
@@ -101,8 +94,7 @@ class WorkerPool:
         self.nothing_to_claim = False  # the last claim after a signal found nothing
         self._leaving = False  # stopping: workers finish their run and go
         self._leave = asyncio.Event()  # set with _leaving: a wait for a slot ends
-        self._refused = False  # a refusal was said, and no connection has worked since
-        self._refused_at = -1e9  # the last refusal of a worker's connection (clock)
+        self.failures = WorkerFailures(serving.budget, trouble, life, database)
         self._idle_holders = 0  # workers waiting for work on a connection of their own
         self._work_gone = asyncio.Event()  # set while there is no work: a slot wait ends
         self._work_gone.set()
@@ -261,7 +253,7 @@ class WorkerPool:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self._log_failed(worker, exc)
+            self.failures.unexpected(worker.name, exc)
             return False
         return True
 
@@ -304,9 +296,7 @@ class WorkerPool:
                         logging.INFO, "worker_back", database=self._database(), worker=worker.name
                     )
                     lost = False
-                if self._refused:
-                    self._refused = False
-                    log.event(logging.INFO, "connections_accepted", database=self._database())
+                self.failures.worked()
                 backoff.healthy()
                 again = self._after_fire(result, burst)
                 if result and not isinstance(result[-1], Unrun) and result[-1].yielded:
@@ -350,61 +340,12 @@ class WorkerPool:
     async def _worker_failed(
         self, worker: PoolWorker, exc: Exception, backoff: Backoff, lost: bool
     ) -> bool:
-        """Log a worker's failure (a lost connection once), close it, wait; lost or not."""
+        """A worker's round trip failed: close it (its slot goes back), then say and wait
+        as the failure's kind asks (failures.py); lost or not."""
         if self.stopping.is_set():
             return lost
         await self._close_worker(worker)
-        if is_refused(exc):
-            self.s.budget.refused()
-            # said once per outage: the first refusal after REFUSED_QUIET s without one
-            now, last = self.clock.now(), self._refused_at
-            self._refused_at = now
-            if now - last > REFUSED_QUIET:
-                self._refused = True
-                log.event(
-                    logging.WARNING,
-                    "connections_refused",
-                    database=self._database(),
-                    worker=worker.name,
-                    error=str(exc),
-                    held=self.s.budget.held,
-                    limit=self.s.budget.limit,
-                    hint="the server has no connection slot left for the runner: lower"
-                    " --max-connections, or raise the server's max_connections",
-                )
-            await self.life.pause(REFUSED_RETRY)
-            return lost
-        sqlstate = getattr(exc, "sqlstate", None)
-        if is_operational(sqlstate) and not is_connection_error(exc):
-            # the server refused the round trip (its COMMIT on a full disk, say)
-            self.trouble.hit(str(sqlstate), str(exc))
-            await self.life.pause(self.trouble.wait_left())
-            return lost
-        if is_connection_error(exc):
-            if not lost:
-                log.event(
-                    logging.WARNING,
-                    "worker_lost",
-                    database=self._database(),
-                    worker=worker.name,
-                    error=str(exc) or type(exc).__name__,
-                )
-            await self.life.pause(backoff.next_wait())
-            return True
-        self._log_failed(worker, exc)
-        await self.life.pause(1.0)
-        return lost
-
-    def _log_failed(self, worker: PoolWorker, exc: Exception) -> None:
-        """The worker_failed line: an error the worker did not expect, with its type."""
-        log.event(
-            logging.ERROR,
-            "worker_failed",
-            database=self._database(),
-            worker=worker.name,
-            error_type=type(exc).__name__,
-            error=str(exc),
-        )
+        return await self.failures.failed(worker.name, exc, backoff, lost)
 
     def _after_fire(self, results: list[Outcome] | None, burst: bool) -> bool:
         """Note what a batch of fires did; whether this worker fires again at once."""

@@ -13,8 +13,8 @@ import asyncpg
 from pgtimers.runner import service
 from pgtimers.runner.budget import ConnectionBudget
 from pgtimers.runner.clock import FakeClock
+from pgtimers.runner.failures import REFUSED_RETRY
 from pgtimers.runner.serving import RETRY_STEPS
-from pgtimers.runner.work import REFUSED_RETRY
 from tests.unit.runner_parts import Database, run
 
 
