@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from typing import Any
 import asyncpg
 
 from pgtimers.runner import log
+from pgtimers.runner.clock import REAL, Clock
 from pgtimers.runner.doorbell import Doorbells
 from pgtimers.runner.queries import query
 
@@ -95,6 +95,7 @@ class ConnectionBudget:
     _promised: Counter[str] = field(default_factory=Counter)
     # the parked databases of this server, woken when a session there waits for the runner
     doorbells: Doorbells = field(default_factory=Doorbells)
+    clock: Clock = REAL  # waits, ceilings and summaries are measured by it
 
     def on_wanted(self, callback: Callable[[], None]) -> None:
         """Call `callback` whenever a worker starts to wait for a slot (a pool wakes its
@@ -199,7 +200,7 @@ class ConnectionBudget:
             self._take(database, control)
             return True
         waiter = _Waiter(
-            database, asyncio.get_running_loop().create_future(), time.monotonic(), control
+            database, asyncio.get_running_loop().create_future(), self.clock.now(), control
         )
         self._waiters.append(waiter)
         self._grant()
@@ -212,17 +213,13 @@ class ConnectionBudget:
                 self._grant()  # a ceiling may have lifted
                 waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(s.wait()) for s in stops]
                 try:
-                    await asyncio.wait(
-                        [waiter.granted, *waits],
-                        timeout=LOOK_EVERY,
-                        return_when=asyncio.FIRST_COMPLETED,
-                    )
+                    await self.clock.wait_first([waiter.granted, *waits], LOOK_EVERY)
                 finally:
                     for w in waits:
                         w.cancel()
             kept = waiter.granted.done() and not any(s.is_set() for s in stops)
         finally:
-            self._waited_max = max(self._waited_max, time.monotonic() - waiter.since)
+            self._waited_max = max(self._waited_max, self.clock.now() - waiter.since)
             if waiter in self._waiters:
                 self._waiters.remove(waiter)
             granted = waiter.granted.done() and not waiter.granted.cancelled()
@@ -270,11 +267,11 @@ class ConnectionBudget:
         if self._ceiling is not None and self.cap() is not None:
             ceiling = min(ceiling, self._ceiling)
         self._ceiling = ceiling
-        self._ceiling_at = time.monotonic()
+        self._ceiling_at = self.clock.now()
 
     def cap(self) -> int | None:
         """The slots there are now: the limit, or less under a ceiling."""
-        if self._ceiling is not None and time.monotonic() - self._ceiling_at >= CEILING_FOR:
+        if self._ceiling is not None and self.clock.now() - self._ceiling_at >= CEILING_FOR:
             self._ceiling = None
         if self.limit is None or self._ceiling is None:
             return self.limit

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pgtimers.runner import log
+from pgtimers.runner.answers import Wake, parse_skips
 from pgtimers.runner.queries import query
 
 # seconds the server's clock may move beyond what our own allows before it counts as set
@@ -93,7 +94,7 @@ class ClockWatch:
         self._margin = margin
         self._last: Look | None = None
 
-    async def next_wake(self, control: Fetches) -> Any:
+    async def next_wake(self, control: Fetches) -> Wake:
         """Look (query next_wake: the server's clock, then what is due) and watch the clock."""
         sent = self._clock()
         row = await control.fetchrow(query("next_wake"))
@@ -105,7 +106,7 @@ class ClockWatch:
             step = judge(before, look, self._margin)
             if step is not None:
                 await self._stepped(control, step, look.received - look.sent)
-        return row
+        return Wake(*row)
 
     async def _stepped(self, control: Fetches, step: Step, answer_s: float) -> None:
         if step.jumped_from is None:
@@ -127,5 +128,5 @@ class ClockWatch:
         events = await control.fetchval(
             query("clock_jump"), step.jumped_from, step.jumped_to, self.runner_id
         )
-        for skip in events or []:
+        for skip in parse_skips(events):
             log.skip_event(self.database, skip.get("timer"), skip)

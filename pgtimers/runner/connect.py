@@ -21,8 +21,6 @@ query = beside(__file__, "connect.sql")
 # The run-session settings (client connection checks, keepalives, the default time
 # limit), set after connecting; the worker sets them again after a session reset.
 RUN_SESSION_SETTINGS = query("run_session_settings")
-# The time limit a fire runs under unless its timer has its own (timers._fire).
-DEFAULT_TIMEOUT_MS = 600_000
 
 _SSLMODES = {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
 _SESSION_ATTRS = {"any", "read-write", "read-only", "primary", "standby", "prefer-standby"}

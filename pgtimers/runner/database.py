@@ -11,16 +11,18 @@ import contextlib
 import logging
 import os
 import socket
-import time
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
 
 from pgtimers import __version__
 from pgtimers.runner import api_version, blocked, log
+from pgtimers.runner.answers import parse_started
 from pgtimers.runner.autonomous import OwnerSessions
 from pgtimers.runner.blocked import BlockedWatch
 from pgtimers.runner.budget import is_refused
+from pgtimers.runner.clock import REAL, Clock, wait_any
 from pgtimers.runner.clock_watch import ClockWatch
 from pgtimers.runner.connect import (
     PoolingError,
@@ -32,13 +34,14 @@ from pgtimers.runner.connect import (
 from pgtimers.runner.control import prune, set_timezone, wait_for_primary
 from pgtimers.runner.delivery import Deliveries, stop_quietly
 from pgtimers.runner.held import Held
+from pgtimers.runner.life import Life
 from pgtimers.runner.lost import LostRuns
 from pgtimers.runner.parking import Parking
 from pgtimers.runner.queries import query
 from pgtimers.runner.serving import HEALTHY, LOOK_EVERY, Backoff, Serving
 from pgtimers.runner.session import Session
 from pgtimers.runner.trouble import Trouble
-from pgtimers.runner.work import WorkerPool
+from pgtimers.runner.work import PoolWorker, WorkerPool
 from pgtimers.runner.worker import Worker, is_connection_error
 
 # While what is due is held by someone else (a run of another runner, a long change),
@@ -81,42 +84,35 @@ class Untrusted(Exception):
         )
 
 
-class DatabaseRunner(WorkerPool, Parking):
-    """Runs the due timers of one database until `stopping` is set."""
+class DatabaseRunner:
+    """Runs the due timers of one database until `stopping` is set: its control session,
+    holding the database's parts and wiring them together: its signs of life (Life),
+    its workers (WorkerPool, with their slot hand-off, WorkerSlots) and its parking
+    (Parking), all on one policy clock."""
 
-    def __init__(self, serving: Serving, stopping: asyncio.Event) -> None:
+    def __init__(self, serving: Serving, stopping: asyncio.Event, clock: Clock = REAL) -> None:
         self.s = serving
         self.stopping = stopping
+        self.clock = clock
         self.database = database_name(serving.dsn)  # current_database() once connected
-        self._work = asyncio.Condition()
-        self._running = 0  # base workers running a timer now
+        self.life = Life(clock, stopping)  # signs of life for the watchdog, and pauses
         self._recheck = asyncio.Event()
         self._notified = False  # a NOTIFY came since the control session last looked
-        self._nothing_to_claim = False  # the last claim after a signal found nothing
-        self._leaving = False  # stopping: workers finish their run and go
-        self._leave = asyncio.Event()  # set with _leaving: a wait for a slot ends
-        self._refused = False  # a worker's connection was refused (said once)
-        self._refused_at = -1e9
-        self._slot_waiting = 0
-        self._idle_holders = 0  # workers waiting for work on a connection of their own
-        self._work_gone = asyncio.Event()  # set while there is no work: a slot wait ends
-        self._work_gone.set()
         self.started = asyncio.Event()  # set once serving (tests wait on it)
         self.serving = False  # the control session is up and registered
-        self.progress = time.monotonic()  # last sign of life, for the watchdog
-        self.workers: list[Worker] = []
-        self.trouble = Trouble(lambda: self.database)  # the server refusing work, shared
-        self.held = Held(lambda: self.database)  # timers whose run yielded, shared
-        self._blocked = BlockedWatch()  # when to say that every worker waits
+        self.trouble = Trouble(lambda: self.database, clock.now)  # the server refusing work
+        self.held = Held(lambda: self.database, clock.now)  # timers whose run yielded
+        self.pool = WorkerPool(
+            serving, self, self.life, lambda: self.database, self.trouble, self._recheck.set
+        )
+        self.parking = Parking(serving, clock, lambda: self.database, self.pool, self.life.alive)
+        self._blocked = BlockedWatch(clock.now)  # when to say that every worker waits
         self.gone = False  # left for good (--all-databases: the schema is gone)
         self.waiting_for_schema = False  # reachable, but pgtimers is not installed
         self.trusted = False  # the last trust check of its pgtimers passed
         self._refusal = ""  # the last refusal said (said once while it holds)
         self._served_at: float | None = None  # when the control session last began serving
-        self.parked = False  # the control session parked (and is not back yet)
-        self._back_at = 0.0  # parked: when to come back (time.monotonic())
         self._pressure = asyncio.Event()  # another database waits for a slot
-        self._bell: asyncio.Event | None = None  # parked: rung when somebody waits here
         self._checked = False  # the session check (no transaction pooling) passed
         self._zone_set = False
         self._pruned_at = -PRUNE_EVERY
@@ -127,9 +123,25 @@ class DatabaseRunner(WorkerPool, Parking):
                 serving,
                 lambda: self.database,
                 lambda: self.trusted and (self.serving or self.parked),
-                self._stops(),
-                self._alive,
+                self.pool.stops(),
+                self.life.alive,
+                clock,
             )
+
+    @property
+    def parked(self) -> bool:
+        """The control session parked (and is not back yet): it still serves."""
+        return self.parking.parked
+
+    @property
+    def progress(self) -> float:
+        """The last sign of life (policy clock), for the watchdog."""
+        return self.life.progress
+
+    @property
+    def workers(self) -> Sequence[PoolWorker]:
+        """The database's workers (while it is served)."""
+        return self.pool.workers
 
     def wedged(self, now: float, after: float) -> bool:
         """Whether the control loop showed no life for `after` seconds, or a worker's round
@@ -137,21 +149,26 @@ class DatabaseRunner(WorkerPool, Parking):
         the watchdog is then not fed."""
         if self.gone:
             return False
-        late = [w for w in self.workers if w.answer_by is not None and now > w.answer_by + after]
+        late = [
+            w for w in self.pool.workers if w.answer_by is not None and now > w.answer_by + after
+        ]
         return now - self.progress > after or bool(late)
 
     # ---------------------------------------------------------------- life
     async def run(self) -> None:
         """Serve until stopping: the control session and the workers, each reconnecting
         alone; any failure is logged and tried again, never the end of serving."""
-        lost = LostRuns(time.monotonic)  # its workers' runs whose session ended
+        lost = LostRuns(self.clock.now)  # its workers' runs whose session ended
         # autonomous runs' owner sessions count in the connection budget
         owners = OwnerSessions(
             self.s.dsn,
             self.s.owner_dsns,
-            lambda gave_up: self.s.budget.slot(self.s.dsn, (*self._stops(), gave_up), self._alive),
+            lambda gave_up: self.s.budget.slot(
+                self.s.dsn, (*self.pool.stops(), gave_up), self.life.alive
+            ),
+            clock=self.clock.now,
         )
-        self.workers = workers = [
+        workers = [
             Worker(
                 self.s.dsn,
                 self.database,
@@ -161,26 +178,27 @@ class DatabaseRunner(WorkerPool, Parking):
                 self.trouble,
                 self.held,
                 owners,
+                clock=self.clock,
             )
-            for i in range(self.s.workers + self._burst())
+            for i in range(self.s.workers + self.pool.burst)
         ]
-        tasks = [
-            asyncio.create_task(self._work_forever(w, burst=i >= self.s.workers))
-            for i, w in enumerate(workers)
-        ]
+        working = asyncio.create_task(self.pool.run(workers))
         self.s.budget.on_wanted(self._slot_wanted)
         # its own task: a POST never holds up a fire
         delivering = asyncio.create_task(self.deliveries.run()) if self.deliveries else None
         try:
             await self._control_forever()
-            await self.leave_parked()
+            await self.parking.leave_parked()
         finally:
             self.s.budget.forget(self._slot_wanted)
-            async with self._work:
-                self._leaving = True
-                self._leave.set()
-                self._work.notify_all()
-            await asyncio.gather(*tasks, stop_quietly(delivering), return_exceptions=True)
+            await self.pool.leave()
+            await asyncio.gather(working, stop_quietly(delivering), return_exceptions=True)
+
+    def _slot_wanted(self) -> None:
+        """The budget's call when a worker or control session (of any database) starts to
+        wait for a slot: wake the control session, to park if it is another's turn (the
+        pool wakes its idle workers itself)."""
+        self._pressure.set()
 
     async def _control_forever(self) -> None:
         backoff = Backoff()
@@ -191,7 +209,8 @@ class DatabaseRunner(WorkerPool, Parking):
             try:
                 await self._serve()
                 if self.parked:
-                    await self._pause(self._back_at - time.monotonic(), wake=self._bell)
+                    back_in = self.parking.back_at - self.clock.now()
+                    await self.life.pause(back_in, wake=self.parking.bell)
                     continue
             except asyncio.CancelledError:
                 raise
@@ -236,17 +255,18 @@ class DatabaseRunner(WorkerPool, Parking):
                 wait = NOT_INSTALLED_RETRY
             except Exception as exc:  # every failure is logged and tried again
                 self._checked = False
-                self._unpark()
+                self.parking.unpark()
                 if self.stopping.is_set():
                     return
-                if self._served_at is not None and time.monotonic() - self._served_at > HEALTHY:
+                served_at = self._served_at
+                if served_at is not None and self.clock.now() - served_at > HEALTHY:
                     backoff.healthy()  # it served a while: a new outage
                     outage = False
                 wait = self._failed(exc, backoff, outage)
                 outage = True
             finally:
                 self.serving = False
-            await self._pause(wait)
+            await self.life.pause(wait)
 
     def _failed(self, exc: Exception, backoff: Backoff, outage: bool) -> float:
         """Log a failure of the control session (an outage once, not every try); the wait."""
@@ -276,22 +296,11 @@ class DatabaseRunner(WorkerPool, Parking):
         )
         return RETRY_FAULT
 
-    async def _pause(self, seconds: float, wake: asyncio.Event | None = None) -> None:
-        """Wait, showing life to the watchdog, unless stopping (or `wake` is set)."""
-        deadline = time.monotonic() + seconds
-        events = (self.stopping,) if wake is None else (self.stopping, wake)
-        while not any(e.is_set() for e in events):
-            self.progress = time.monotonic()
-            left = deadline - self.progress
-            if left <= 0:
-                return
-            await _wait_any(*events, timeout=min(left, LOOK_EVERY))
-
     async def _serve(self) -> None:
         """Serve with a control session, in a slot of the budget, until stopping or
         parked."""
         budget = self.s.budget
-        async with budget.slot(self.s.dsn, (self.stopping,), self._alive, control=True) as got:
+        async with budget.slot(self.s.dsn, (self.stopping,), self.life.alive, control=True) as got:
             if got:
                 await self._serve_in_slot()
 
@@ -311,12 +320,13 @@ class DatabaseRunner(WorkerPool, Parking):
             self._refusal = ""
             if not self._checked:
                 # the check opens a second connection for a moment: it takes a slot
-                async with self.s.budget.slot(self.s.dsn, self._stops(), self._alive) as got:
+                stops = self.pool.stops()
+                async with self.s.budget.slot(self.s.dsn, stops, self.life.alive) as got:
                     if not got:
                         return
                     await check_own_session(control, self.s.dsn)
                 self._checked = True
-            await wait_for_primary(control, self.database, self.stopping, self._pause)
+            await wait_for_primary(control, self.database, self.stopping, self.life.pause)
             if self.stopping.is_set():
                 return
             if not self._zone_set:
@@ -326,12 +336,12 @@ class DatabaseRunner(WorkerPool, Parking):
             await control.add_listener("pgtimers", self._on_notify)
             if self.deliveries is not None:
                 await control.add_listener("pgtimers_events", self._on_event)
-            if time.monotonic() - self._pruned_at >= PRUNE_EVERY:
+            if self.clock.now() - self._pruned_at >= PRUNE_EVERY:
                 await prune(control, self.database)
-                self._pruned_at = time.monotonic()
+                self._pruned_at = self.clock.now()
             self.serving = True
-            self._unpark()
-            self._served_at = time.monotonic()
+            self.parking.unpark()
+            self._served_at = self.clock.now()
             self.waiting_for_schema = False
             self.started.set()
             # no signal here: the loop's first look signals the workers if anything is
@@ -347,7 +357,7 @@ class DatabaseRunner(WorkerPool, Parking):
         # it may wait 10 s for another runner's start (its lock), then skip the due times
         # of a downtime for every timer: longer than a quick statement
         with control.deadline_of(REGISTER_DEADLINE):
-            started = await control.fetchval(
+            answer = await control.fetchval(
                 query("runner_start"),
                 self.s.runner_id,
                 socket.gethostname(),
@@ -355,9 +365,10 @@ class DatabaseRunner(WorkerPool, Parking):
                 __version__,
                 self.s.workers,
             )
-        for skip in started.get("skipped") or []:
+        started = parse_started(answer)
+        for skip in started.skipped:
             log.skip_event(self.database, skip.get("timer"), skip)
-        if started.get("resumed"):
+        if started.resumed:
             return  # back from parking: it served all along
         log.event(
             logging.INFO,
@@ -365,8 +376,8 @@ class DatabaseRunner(WorkerPool, Parking):
             database=self.database,
             runner=self.s.runner_id,
             workers=self.s.workers,
-            burst=self._burst(),
-            other_runners=started.get("other_runners"),
+            burst=self.pool.burst,
+            other_runners=started.other_runners,
         )
 
     # --------------------------------------------------------------- control
@@ -382,7 +393,8 @@ class DatabaseRunner(WorkerPool, Parking):
         """Look at what is due (at least every second, at once on a NOTIFY): signal the
         workers, beat, prune, watch the clock; park when it is another database's turn."""
         watch = ClockWatch(self.database, self.s.runner_id)
-        beat_at = prune_at = time.monotonic()
+        pool, parking = self.pool, self.parking
+        beat_at = prune_at = self.clock.now()
         signalled_at = -RETRY_HELD
         coming: float | None = None  # the due time still to come, at the last look
         while not self.stopping.is_set():
@@ -390,9 +402,10 @@ class DatabaseRunner(WorkerPool, Parking):
             self._pressure.clear()
             notified, self._notified = self._notified, False
             db_now, wake_at, next_at = await watch.next_wake(control)
-            mono = self.progress = time.monotonic()
+            self.life.alive()
+            mono = self.life.progress
             db = db_now.timestamp()
-            await blocked.watch(control, self.database, self.workers, self._blocked)
+            await blocked.watch(control, self.database, pool.workers, self._blocked)
             delay = LOOK_EVERY
             if next_at is not None:
                 delay = min(LOOK_EVERY, max(next_at.timestamp() - db, 0.0))
@@ -402,10 +415,10 @@ class DatabaseRunner(WorkerPool, Parking):
                 # due time that came since) or after RETRY_HELD.
                 came = coming is not None and coming <= db
                 retry = mono - signalled_at >= RETRY_HELD
-                if not self._nothing_to_claim or notified or came or retry:
-                    self._nothing_to_claim = False
+                if not pool.nothing_to_claim or notified or came or retry:
+                    pool.nothing_to_claim = False
                     signalled_at = mono
-                    await self._signal_work()
+                    await pool.signal_work()
                 else:
                     delay = min(delay, RETRY_HELD - (mono - signalled_at))
             elif wake_at is not None:
@@ -418,28 +431,21 @@ class DatabaseRunner(WorkerPool, Parking):
                 await prune(control, self.database)
                 prune_at = self._pruned_at = mono
             if self.s.budget.doorbells.look_now(mono):
-                await self._answer_doorbells(control)
+                await parking.answer_doorbells(control)
             # what parking waits for: the next due time (a held one counts from the next)
-            due = wake_at if wake_at is not None and not self._nothing_to_claim else next_at
+            due = wake_at if wake_at is not None and not pool.nothing_to_claim else next_at
             due_in = None if due is None else due.timestamp() - db
             look_at = mono + delay
             while True:
-                if await self._park_if_turn(control, db_now, due_in, time.monotonic() - mono):
+                since = self.clock.now() - mono
+                if await parking.park_if_turn(control, db_now, due_in, since, self._served_at):
                     return
-                left = look_at - time.monotonic()
-                await _wait_any(self._recheck, self.stopping, self._pressure, timeout=left)
+                left = look_at - self.clock.now()
+                wakes = (self._recheck, self.stopping, self._pressure)
+                await wait_any(self.clock, *wakes, timeout=left)
                 # another database waits for a slot: see whether to park, without a look
                 if self._recheck.is_set() or self.stopping.is_set():
                     break
-                if time.monotonic() >= look_at:
+                if self.clock.now() >= look_at:
                     break
                 self._pressure.clear()
-
-
-async def _wait_any(*events: asyncio.Event, timeout: float) -> None:
-    waits = [asyncio.create_task(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waits, timeout=max(timeout, 0.0), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for w in waits:
-            w.cancel()

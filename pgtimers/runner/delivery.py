@@ -16,7 +16,6 @@ import contextlib
 import datetime as dt
 import logging
 import os
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ import asyncpg
 
 from pgtimers import __version__
 from pgtimers.runner import log
+from pgtimers.runner.clock import REAL, Clock, wait_any
 from pgtimers.runner.connect import close, connect
 from pgtimers.runner.queries import query
 from pgtimers.runner.serving import Serving
@@ -67,15 +67,17 @@ class Deliveries:
         ready: Callable[[], bool],
         stops: tuple[asyncio.Event, ...],
         alive: Callable[[], None],
+        clock: Clock = REAL,
     ) -> None:
         self.s = serving
+        self.clock = clock
         self._database = database
         self._ready = ready  # the control session serves (registered, trusted, primary)
         self._stops = stops
         self._alive = alive
         self.wake = asyncio.Event()  # set on a NOTIFY pgtimers_events
         self._targets = {t.name: t for t in serving.notify}
-        # when this runner's failed deliveries are due again (time.monotonic())
+        # when this runner's failed deliveries are due again (clock)
         self._retries: list[float] = []
 
     async def run(self) -> None:
@@ -115,7 +117,7 @@ class Deliveries:
     def _until_retry(self) -> float:
         """The wait for the next retry of this runner's (a moment after it, so that the
         database's clock has passed it too), at most POLL_EVERY."""
-        now = time.monotonic()
+        now = self.clock.now()
         self._retries = [at for at in self._retries if at > now]
         if not self._retries:
             return POLL_EVERY
@@ -125,12 +127,7 @@ class Deliveries:
         """Until `seconds` passed, a NOTIFY came, or stopping."""
         if seconds <= 0:
             return
-        waits = [asyncio.ensure_future(e.wait()) for e in (*self._stops, self.wake)]
-        try:
-            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for w in waits:
-                w.cancel()
+        await wait_any(self.clock, *self._stops, self.wake, timeout=seconds)
 
     async def _round(self, http: aiohttp.ClientSession) -> bool:
         """Enqueue, claim, POST, write back; whether a full batch was claimed (more may
@@ -242,7 +239,7 @@ class Deliveries:
         next_at: dt.datetime | None = failed["next_at"] if failed is not None else None
         if next_at is not None:
             left = (next_at - dt.datetime.now(dt.timezone.utc)).total_seconds()
-            self._retries.append(time.monotonic() + max(0.0, left))
+            self._retries.append(self.clock.now() + max(0.0, left))
         fields: dict[str, Any] = {
             "database": self._database(),
             "target": row["target"],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +50,7 @@ class Held:
         self._holds: dict[int, _Hold] = {}
         self._turn_at = 0.0  # (clock) when the next held timer may be tried
 
-    def yielded(self, result: dict[str, Any]) -> float:
+    def yielded(self, result: Mapping[str, Any]) -> float:
         """A run yielded (timers._yielded's result): hold its timer back; the hold (s)."""
         now, wall = self._clock(), self._wall()
         ident, waited = int(result["timer_id"]), int(result.get("waited_ms") or 0) / 1000

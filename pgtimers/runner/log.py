@@ -9,6 +9,7 @@ import datetime as dt
 import logging
 import re
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 LOGGER = logging.getLogger("pgtimers.runner")
@@ -88,7 +89,7 @@ def setup(level: int = logging.INFO) -> None:
     LOGGER.propagate = False
 
 
-def run_result(database: str, result: dict[str, Any]) -> None:
+def run_result(database: str, result: Mapping[str, Any]) -> None:
     """The lines of one run's result: one per skip event, one when it failed (with its
     attempt, and its retry or why none follows), one when it paused the timer."""
     timer = result.get("timer")
@@ -135,7 +136,7 @@ def run_result(database: str, result: dict[str, Any]) -> None:
         )
 
 
-def skip_event(database: str, timer: Any, skip: dict[str, Any]) -> None:
+def skip_event(database: str, timer: Any, skip: Mapping[str, Any]) -> None:
     """One line for one skip event (one or many due times of one timer)."""
     event(
         logging.WARNING,

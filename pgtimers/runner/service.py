@@ -11,7 +11,6 @@ import logging
 import os
 import signal
 import socket
-import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -19,6 +18,7 @@ import asyncpg
 
 from pgtimers.runner import log, systemd
 from pgtimers.runner.budget import ConnectionBudget
+from pgtimers.runner.clock import REAL, Clock, wait_any
 from pgtimers.runner.connect import connect_kwargs
 from pgtimers.runner.database import DatabaseRunner
 from pgtimers.runner.discovery import installed_databases
@@ -62,8 +62,9 @@ class RunnerOptions:
 class Runner:
     """Serves databases until stop() (or a signal, with install_signal_handlers)."""
 
-    def __init__(self, options: RunnerOptions) -> None:
+    def __init__(self, options: RunnerOptions, clock: Clock = REAL) -> None:
         self.options = options
+        self.clock = clock
         self.stopping = asyncio.Event()
         self.serving: dict[str, DatabaseRunner] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -133,10 +134,10 @@ class Runner:
         giving up when no database has been served for GIVE_UP_AFTER seconds."""
         interval = systemd.watchdog_interval()
         wedged_after = max(interval or 0.0, WEDGED_AFTER_MIN)
-        fed_at = healthy_at = time.monotonic()
+        fed_at = healthy_at = self.clock.now()
         status = ""
         while not self.stopping.is_set():
-            now = time.monotonic()
+            now = self.clock.now()
             serving = [db for db in self.serving.values() if db.serving or db.parked]
             waiting = any(db.waiting_for_schema for db in self.serving.values())
             if serving or waiting or self._nothing_to_serve(now):
@@ -156,8 +157,7 @@ class Runner:
             if interval is not None and not wedged and now - fed_at >= interval:
                 systemd.notify("WATCHDOG=1")
                 fed_at = now
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), MONITOR_EVERY)
+            await wait_any(self.clock, self.stopping, timeout=MONITOR_EVERY)
 
     def _budget_lines(self, now: float) -> None:
         """Each server's connection_budget line, when there is pressure on it."""
@@ -178,6 +178,7 @@ class Runner:
                 limit=self.options.max_connections,
                 limit_from=self.options.max_connections_from,
                 server=server,
+                clock=self.clock,
             )
         return self.budgets[server]
 
@@ -211,7 +212,7 @@ class Runner:
             notify=self.options.notify,
             console=lambda: self.options.console,
         )
-        db = DatabaseRunner(serving, self.stopping)
+        db = DatabaseRunner(serving, self.stopping, self.clock)
         self.serving[dsn] = db
         self._tasks[dsn] = asyncio.create_task(db.run())
         return db
@@ -221,8 +222,7 @@ class Runner:
         while not self.stopping.is_set():
             for base in bases:
                 await self._discover(base)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), DISCOVER_EVERY)
+            await wait_any(self.clock, self.stopping, timeout=DISCOVER_EVERY)
 
     async def _discover(self, base: str) -> None:
         """Serve each database of base's server that has the schema and is not served yet."""
@@ -239,7 +239,7 @@ class Runner:
         ) as exc:
             log.event(logging.WARNING, "discovery_failed", error=str(exc))
             return
-        self._discovered_at = time.monotonic()
+        self._discovered_at = self.clock.now()
         for dsn in found:
             task = self._tasks.get(dsn)
             if task is None or task.done():

@@ -9,16 +9,29 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import asyncpg
 
 from pgtimers.runner import log
+from pgtimers.runner.answers import (
+    RUN_TIMEOUT_MS,
+    Answer,
+    AutonomousStart,
+    MachineryFailed,
+    Outcome,
+    OwnTimeout,
+    Ran,
+    Unrun,
+    parse_answer,
+    parse_batch,
+    parse_run_result,
+)
 from pgtimers.runner.autonomous import CONNECT_SECONDS, Attempt, OwnerSessions
 from pgtimers.runner.budget import IDLE_CLOSE
-from pgtimers.runner.connect import DEFAULT_TIMEOUT_MS, close, connect
+from pgtimers.runner.clock import REAL, Clock
+from pgtimers.runner.connect import close, connect
 from pgtimers.runner.held import Held
 from pgtimers.runner.lost import Claim, Lost, LostRuns, claim_from_notice
 from pgtimers.runner.messages import RunNotices
@@ -57,35 +70,37 @@ class Worker:
         trouble: Trouble | None = None,
         held: Held | None = None,
         owners: OwnerSessions | None = None,
+        clock: Clock = REAL,
     ) -> None:
         self.dsn = dsn
+        self.clock = clock
         self.database = database
         self.runner_id = runner_id
         self.name = name
         self.conn: Session | None = None
         self._quarantine: dict[int, float] = {}
         self._quarantine_keyed: dict[int, float] = {}
-        # until when (time.monotonic()) this worker asks for keyed timers only
+        # until when (clock) this worker asks for keyed timers only
         self._keyed_until = 0.0
-        self.lost = lost if lost is not None else LostRuns(time.monotonic)
-        self.trouble = trouble if trouble is not None else Trouble(lambda: self.database)
-        self.held = held if held is not None else Held(lambda: self.database)
+        self.lost = lost if lost is not None else LostRuns(clock.now)
+        self.trouble = trouble if trouble is not None else Trouble(lambda: self.database, clock.now)
+        self.held = held if held is not None else Held(lambda: self.database, clock.now)
         self.owners = owners if owners is not None else OwnerSessions(dsn)
         self.pid: int | None = None  # its session's server pid (blocked.py)
-        self.busy_since: float | None = None  # (time.monotonic()) its round trip in flight
+        self.busy_since: float | None = None  # (clock) its round trip in flight
         # the connection's secret for its claims' notices, and its own session settings,
         # which each fire's transaction puts back (timers._session_reset)
         self._mark = ""
         self._session: tuple[list[str], list[str]] = ([], [])
         self._claimed: Claim | None = None  # what the round trip in flight said it runs
         self._said = RunNotices()  # what its runs said (messages.py)
-        # the round trip in flight must be answered by then (time.monotonic()), else its
+        # the round trip in flight must be answered by then (clock), else its
         # connection is cut off (session.py): the watchdog's measure of this worker
         self.answer_by: float | None = None
         self._troubled = False  # the round trip in flight met the server's trouble
         self.has_slot = False  # it holds a slot of the connection budget
-        self.slot_since = 0.0  # since when (time.monotonic())
-        self._used_at = 0.0  # when its connection last fired (time.monotonic())
+        self.slot_since = 0.0  # since when (clock)
+        self._used_at = 0.0  # when its connection last fired (clock)
 
     def idle_left(self) -> float | None:
         """Seconds until the worker's open connection has been idle for IDLE_CLOSE (it then
@@ -94,7 +109,7 @@ class Worker:
             return None
         if self.conn.is_closed():
             return 0.0  # lost while idle: its slot goes back at once
-        return max(0.0, IDLE_CLOSE - (time.monotonic() - self._used_at))
+        return max(0.0, IDLE_CLOSE - (self.clock.now() - self._used_at))
 
     async def open(self) -> None:
         """Connect, unless the worker's connection is open; then record the runs whose
@@ -134,8 +149,9 @@ class Worker:
             except BaseException:
                 self.lost.give_back(lost[i:])
                 raise
-            if result:
-                log.run_result(self.database, result)  # its run_failed line names why
+            recorded = parse_run_result(result)
+            if recorded is not None:
+                log.run_result(self.database, recorded)  # its run_failed line names why
             else:
                 self._say_unrecorded(one)
 
@@ -146,25 +162,25 @@ class Worker:
             await close(conn)
 
     def _quarantined(self, keyed: bool) -> list[int]:
-        now = time.monotonic()
+        now = self.clock.now()
         if keyed:
             self._quarantine_keyed = {k: v for k, v in self._quarantine_keyed.items() if v > now}
             return list(self._quarantine_keyed)
         self._quarantine = {k: v for k, v in self._quarantine.items() if v > now}
         return list(self._quarantine)
 
-    async def run_one(self) -> list[dict[str, Any]] | None:
+    async def run_one(self) -> list[Outcome] | None:
         """Fire due timers, run-now requests and keyed timers, a batch in one round trip;
-        None when nothing was due, else the results to log ({} for a claim whose
-        machinery raised). Runs that went well are only counted.
+        None when nothing was due, else what the fires it is told of did (Unrun for one
+        whose machinery raised). Runs that went well are only counted.
 
         Raises asyncpg/OSError when the connection fails (the transaction in flight is
         then rolled back by the server: its due time stays for the next claim)."""
         await self.open()
         assert self.conn is not None
-        keyed_only = time.monotonic() < self._keyed_until
+        keyed_only = self.clock.now() < self._keyed_until
         self._troubled = False
-        self.busy_since = time.monotonic()
+        self.busy_since = self.clock.now()
         try:
             results = await self._fire(self.conn, keyed_only)
             if keyed_only and results is None:
@@ -176,7 +192,7 @@ class Worker:
         finally:
             self._claimed = None
             self.answer_by = self.busy_since = None
-        self._used_at = time.monotonic()
+        self._used_at = self.clock.now()
         if not self._troubled:
             self.trouble.worked()
         return results
@@ -214,42 +230,49 @@ class Worker:
             note="not recorded: it committed, or another session runs it",
         )
 
-    async def _fire(self, conn: Session, keyed_only: bool) -> list[dict[str, Any]] | None:
+    async def _fire(self, conn: Session, keyed_only: bool) -> list[Outcome] | None:
         self._said.take()  # what a round trip that failed heard is not known to be kept
-        with self._deadline(conn, DEFAULT_TIMEOUT_MS):
-            batch: dict[str, Any] = await conn.fetchval(
+        with self._deadline(conn, RUN_TIMEOUT_MS):
+            raw = await conn.fetchval(
                 query("fire_many"),
                 self.runner_id,
                 self._quarantined(keyed=False) + self.held.skip(),
                 self._quarantined(keyed=True),
                 keyed_only,
-                DEFAULT_TIMEOUT_MS,
+                RUN_TIMEOUT_MS,
                 BATCH_MAX,
                 BATCH_MS,
                 self._mark,
                 *self._session,
                 self.held.late_note(self.trouble.late_note()),
             )
-        if not batch["fired"]:
+        batch = parse_batch(raw)
+        if not batch.fired:
             return None
-        results: list[dict[str, Any]] = []
-        for result in batch["results"]:
-            if "claim" in result:
-                result = await self._with_own_timeout(conn, result)
-            if "autonomous" in result:
-                result = await self._autonomous(conn, result)
-            if "failed" in result:
-                self._machinery_failed(result["failed"], int(result["id"]), result)
-                result = {}
-            if "yielded" in result:
-                self.held.yielded(result)  # waited too long for a lock: others go first
-            elif result.get("ran_after_yield"):
-                self.held.ran(int(result["timer_id"]))
-            if result.get("kind") == "keyed" and not keyed_only:
-                self._keyed_until = time.monotonic() + KEYED_STREAK_SECONDS
-            results.append(result)
+        # one after another, in the batch's order: each may take a step of its own
+        results = [await self._settle(conn, answer, keyed_only) for answer in batch.answers]
         await self._keep_said(conn)
         return results
+
+    async def _settle(self, conn: Session, answer: Answer, keyed_only: bool) -> Outcome:
+        """What one fire of a batch did, after the steps it left to the runner: its own
+        time limit, an autonomous attempt; a failure of its machinery said (Unrun)."""
+        if isinstance(answer, OwnTimeout):
+            answer = await self._with_own_timeout(conn, answer)
+        if isinstance(answer, AutonomousStart):
+            answer = await self._autonomous(conn, answer)
+        if isinstance(answer, MachineryFailed):
+            self._machinery_failed(answer)
+            return Unrun("raised")
+        if not isinstance(answer, Ran):
+            return Unrun("taken") if not isinstance(answer, Unrun) else answer
+        if answer.yielded:
+            self.held.yielded(answer.result)  # waited too long for a lock: others go first
+        elif answer.result.get("ran_after_yield"):
+            self.held.ran(int(answer.result["timer_id"]))
+        if answer.keyed and not keyed_only:
+            self._keyed_until = self.clock.now() + KEYED_STREAK_SECONDS
+        return answer
 
     async def _keep_said(self, conn: Session) -> None:
         """Write what the runs of the round trip said to their rows, now that they have
@@ -273,18 +296,18 @@ class Worker:
                 error=str(exc),
             )
 
-    async def _autonomous(self, conn: Session, started: dict[str, Any]) -> Any:
+    async def _autonomous(self, conn: Session, started: AutonomousStart) -> Answer:
         """An autonomous attempt, committed as started: run it as its owner, on a session of
         the owner's login, then record its outcome on this worker's session (idle
         meanwhile: no transaction of it holds back CREATE INDEX CONCURRENTLY)."""
-        attempt = Attempt.from_json(started["autonomous"])
+        attempt = Attempt.from_json(started.attempt)
 
         async def began(pid: int, login: str) -> None:
             with conn.deadline_of(QUICK):
                 await conn.fetchval(query("autonomous_began"), attempt.run_id, pid, login)
 
         # the watchdog waits for the run's own limit, its connecting and its cancel
-        self.answer_by = time.monotonic() + attempt.timeout_ms / 1000 + CONNECT_SECONDS + 2 * MARGIN
+        self.answer_by = self.clock.now() + attempt.timeout_ms / 1000 + CONNECT_SECONDS + 2 * MARGIN
         outcome = await self.owners.run(attempt, began)
         try:
             return await self._finish(conn, attempt.run_id, outcome.as_json())
@@ -297,71 +320,66 @@ class Worker:
             assert self.conn is not None
             return await self._finish(self.conn, attempt.run_id, outcome.as_json())
 
-    async def _finish(self, conn: Session, run_id: int, outcome: dict[str, Any]) -> Any:
-        with self._deadline(conn, DEFAULT_TIMEOUT_MS):
+    async def _finish(self, conn: Session, run_id: int, outcome: dict[str, Any]) -> Answer:
+        with self._deadline(conn, RUN_TIMEOUT_MS):
             recorded = await conn.fetchval(
                 query("autonomous_finish"), run_id, outcome, self.runner_id
             )
-        return recorded or {}
+        return parse_answer(recorded)
 
     @contextlib.contextmanager
     def _deadline(self, conn: Session, limit_ms: int) -> Iterator[None]:
         """A round trip that runs under a time limit of limit_ms: answered within it and
         MARGIN, else the connection is cut off (session.py)."""
         seconds = limit_ms / 1000 + MARGIN
-        self.answer_by = time.monotonic() + seconds
+        self.answer_by = self.clock.now() + seconds
         with conn.deadline_of(seconds):
             yield
 
-    async def _with_own_timeout(self, conn: Session, claim: dict[str, Any]) -> Any:
+    async def _with_own_timeout(self, conn: Session, claim: OwnTimeout) -> Answer:
         """The second step of a timer whose time limit is its own: run it in a transaction
         that has that limit."""
-        kind, ident = str(claim["claim"]), int(claim["id"])
         try:
-            with self._deadline(conn, int(claim["timeout_ms"])):
-                return await self._run_claimed(conn, claim, kind, ident)
+            with self._deadline(conn, claim.timeout_ms):
+                return await self._run_claimed(conn, claim, claim.kind, claim.id)
         except asyncpg.PostgresError as exc:
             if is_connection_error(exc):
                 raise
             # a backfill's failure quarantines its timer (claim's timer_id), as _fire's does
-            quarantined = claim.get("timer_id") or ident
-            return {"failed": kind, "id": quarantined, "sqlstate": exc.sqlstate, "error": str(exc)}
+            return MachineryFailed(claim.kind, claim.quarantined, exc.sqlstate, str(exc))
 
-    async def _run_claimed(
-        self, conn: Session, claim: dict[str, Any], kind: str, ident: int
-    ) -> Any:
+    async def _run_claimed(self, conn: Session, claim: OwnTimeout, kind: str, ident: int) -> Answer:
         """_with_own_timeout's transaction: the limit, the run, the session put back."""
         async with conn.transaction():
-            await conn.fetchval(query("set_timeout"), str(claim["timeout_ms"]))
+            await conn.fetchval(query("set_timeout"), str(claim.timeout_ms))
             self._said.expect()
             if kind == "request":
                 result = await conn.fetchval(query("run_request"), ident, self.runner_id)
             elif kind == "backfill":
                 result = await conn.fetchval(query("run_backfill"), ident, self.runner_id)
             else:
-                result = await conn.fetchval(
-                    query("run_due"), ident, claim["due_at"], self.runner_id
-                )
+                result = await conn.fetchval(query("run_due"), ident, claim.due_at, self.runner_id)
             await conn.execute(query("session_reset"), *self._session)
-            return result or {}
+            return parse_answer(result)
 
-    def _machinery_failed(self, kind: str, ident: int, failure: dict[str, Any]) -> None:
-        if is_operational(failure.get("sqlstate")):
+    def _machinery_failed(self, failure: MachineryFailed) -> None:
+        kind, ident = failure.kind, failure.id
+        if is_operational(failure.sqlstate):
             # the server's trouble (a full disk, say), not the timer's: no quarantine
             self._troubled = True
-            self.trouble.hit(str(failure.get("sqlstate")), str(failure.get("error")))
+            self.trouble.hit(str(failure.sqlstate), str(failure.error))
             return
         if kind != "request":
             quarantine = self._quarantine_keyed if kind == "keyed" else self._quarantine
-            quarantine[ident] = time.monotonic() + QUARANTINE_SECONDS
+            quarantine[ident] = self.clock.now() + QUARANTINE_SECONDS
         log.event(
             logging.ERROR,
             "run_error",
             database=self.database,
             worker=self.name,
             claimed=f"{kind}:{ident}",
-            sqlstate=failure.get("sqlstate"),
-            error=failure.get("error"),
+            sqlstate=failure.sqlstate,
+            error=failure.error,
             retry_in=None if kind == "request" else f"{QUARANTINE_SECONDS:g}s",
         )
 
