@@ -101,7 +101,28 @@ def server() -> Iterator[Server]:
     except ImportError:
         source = _container()
     with source as found:
-        yield Server(found)
+        made = Server(found)
+        _throwaway(made)
+        yield made
+
+
+# The session's own server holds nothing that outlives the session, so it skips the
+# flushes that only keep data through an OS crash (a killed or crashed PostgreSQL loses
+# nothing without them): each test's copy of the template and each commit waited for the
+# disk, most of a quick test's time. synchronous_commit stays as it is: it is a setting a
+# run may change, which the runner's checks compare (timers._guarded_settings). The fault
+# tests' clusters run with fsync = off too (tests/faults/cluster.py); PGTIMERS_TEST_DSN
+# servers are left as they are.
+THROWAWAY_SETTINGS = {"fsync": "off", "full_page_writes": "off"}
+
+
+def _throwaway(srv: Server) -> None:
+    with srv.admin() as conn:
+        for name, value in THROWAWAY_SETTINGS.items():
+            conn.execute(
+                sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value))
+            )
+        conn.execute("SELECT pg_reload_conf()")
 
 
 _counter = itertools.count()
