@@ -171,13 +171,18 @@ def _new_empty_database(server: Server) -> Database:
 
 
 class _Databases:
-    """Copies the template for the next test and drops the last one while a test runs.
+    """Copies the template for the next tests and drops the last ones while tests run.
 
-    One thread does both in turn (a copy takes ~0.1 s, a drop ~0.015 s; run beside each
-    other, a drop waits for the copy). A copy waits with connections refused, and a test's
-    database refuses them again before it is dropped, so no `--all-databases` runner of
-    another test sees either.
+    COPIERS threads, each with a connection of its own, take the jobs in turn: a copy
+    (~0.2 s; most tests take less, so the copies are what they wait for) or a drop
+    (~0.015 s). Copies made side by side come ~3 times as fast as one after the other
+    (on 2 cores: 0.18 s each alone, 0.06 s with three at once), and COPIERS copies are
+    kept ready, so a slow test lets them get ahead of the quick ones after it. A copy
+    waits with connections refused, and a test's database refuses them again before it
+    is dropped, so no `--all-databases` runner of another test sees either.
     """
+
+    COPIERS = 3
 
     def __init__(self, server: Server, template_name: str) -> None:
         self.server = server
@@ -185,9 +190,12 @@ class _Databases:
         self.jobs: queue.Queue[str | None] = queue.Queue()
         self.ready: queue.Queue[str | BaseException] = queue.Queue()
         self.failed: list[BaseException] = []
-        self.thread = threading.Thread(target=self._work, daemon=True)
-        self.thread.start()
-        self.jobs.put("")
+        self.threads = [
+            threading.Thread(target=self._work, daemon=True) for _ in range(self.COPIERS)
+        ]
+        for thread in self.threads:
+            thread.start()
+            self.jobs.put("")
 
     def _work(self) -> None:
         try:
@@ -216,7 +224,7 @@ class _Databases:
                 self.ready.put(e)
 
     def take(self) -> Database:
-        """The next copy, open for connections; the one after it is started."""
+        """The next copy, open for connections; another one is started."""
         found = self.ready.get(timeout=120)
         self.jobs.put("")
         if isinstance(found, BaseException):
@@ -231,12 +239,15 @@ class _Databases:
         self.jobs.put(db.name)
 
     def close(self) -> None:
-        """Drops what is left: the copy nobody took, once the drops before it are done."""
-        self.jobs.put(None)
-        self.thread.join(timeout=120)
-        found = self.ready.get(timeout=1)
-        if isinstance(found, str):
-            _drop_database(Database(self.server, found))
+        """Drops what is left: the copies nobody took, once the drops before them are done."""
+        for _ in self.threads:
+            self.jobs.put(None)
+        for thread in self.threads:
+            thread.join(timeout=120)
+        while not self.ready.empty():
+            found = self.ready.get_nowait()
+            if isinstance(found, str):
+                _drop_database(Database(self.server, found))
         if self.failed:
             raise self.failed[0]
 
