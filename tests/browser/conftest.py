@@ -13,12 +13,12 @@ import pytest
 
 from pgtimers.http.settings import HttpSettings
 from tests.conftest import Database
-from tests.integration.http.conftest import (  # noqa: F401 (basic, basic_roles: fixtures)
+from tests.integration.http.conftest import (  # noqa: F401 (basic, basic_roles, runner: fixtures)
     TOKEN,
-    RunnerProcess,
     Served,
     basic,
     basic_roles,
+    runner,
 )
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
@@ -91,13 +91,3 @@ def console(db: Database) -> Iterator[str]:
         yield f"http://127.0.0.1:{served.port}/"
     finally:
         served.close()
-
-
-@pytest.fixture
-def runner(db: Database, tmp_path: Path) -> Iterator[RunnerProcess]:
-    proc = RunnerProcess(db.dsn, tmp_path / "runner.log")
-    try:
-        proc.wait_for("event=serving")
-        yield proc
-    finally:
-        proc.stop()

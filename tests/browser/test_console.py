@@ -9,7 +9,8 @@ from typing import Any
 
 import psycopg
 
-from tests.integration.http.conftest import TOKEN, RunnerProcess
+from tests.integration.http.conftest import TOKEN
+from tests.support.runner import RunnerProcess
 
 
 def new_timer(page: Any, name: str, schedule: str, sql: str) -> None:

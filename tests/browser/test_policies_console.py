@@ -5,7 +5,6 @@ marked in its history; the list says "paused" for a timer pause_after turned off
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,9 @@ from typing import Any
 import psycopg
 
 from tests.conftest import Database, scalar
-from tests.integration.http.conftest import TOKEN, RunnerProcess
+from tests.integration.http.conftest import TOKEN
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 # the 10:00 due time fails on its first attempt and succeeds on its retry; the others run ok
 LUCKY = (
@@ -25,13 +26,6 @@ LUCKY = (
 def open_page(page: Any, console: str, fragment: str) -> None:
     page.goto(console + "?token=" + TOKEN + fragment)
     page.locator("#who", has_text="as token").wait_for()
-
-
-def wait_until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.05)
 
 
 def fill_new_timer(page: Any, name: str, **fields: str) -> None:
@@ -90,7 +84,7 @@ def test_the_timer_page_shows_attempts_retries_and_backfills(
         "SELECT timers.save('fragile', 'every 1h', 'SELECT 1 / 0', test_clock => 'c',"
         " pause_after => 1)"
     )
-    runner = RunnerProcess(db.dsn, tmp_path / "runner.log")
+    runner = RunnerProcess(["--dsn", db.dsn], tmp_path / "runner.log")
     try:
         runner.wait_for("event=serving")
         conn.execute("CALL timers.advance_test_clock('c', '2027-01-04 10:30Z')")
@@ -101,10 +95,11 @@ def test_the_timer_page_shows_attempts_retries_and_backfills(
             lambda: (
                 scalar(conn, "SELECT state FROM timers.backfills WHERE id = %s", [ident]) == "done"
             ),
-            "the backfill to end",
+            timeout=30,
+            what="the backfill to end",
         )
     finally:
-        runner.stop()
+        runner.terminate()
 
     open_page(page, console, "#/")
     fragile = page.locator('#timers tr[data-name="fragile"]')

@@ -9,7 +9,8 @@ from typing import Any
 import psycopg
 
 from tests.conftest import Database
-from tests.integration.http.conftest import TOKEN, RunnerProcess
+from tests.integration.http.conftest import TOKEN
+from tests.support.runner import RunnerProcess
 
 
 def open_page(page: Any, console: str, fragment: str) -> None:
@@ -29,12 +30,12 @@ def test_a_missed_deadline_and_a_failures_only_history_show(
         "SELECT timers.save('quiet', 'every 10m', 'SELECT 1', test_clock => 'c',"
         " history => 'failures')"
     )
-    runner = RunnerProcess(db.dsn, tmp_path / "runner.log")
+    runner = RunnerProcess(["--dsn", db.dsn], tmp_path / "runner.log")
     try:
         runner.wait_for("event=serving")
         conn.execute("CALL timers.advance_test_clock('c', '2027-01-04 18:00Z')")
     finally:
-        runner.stop()
+        runner.terminate()
 
     open_page(page, console, "#/timer/eod?db=" + db.name)
     deadline = page.locator("#timer-deadline")

@@ -5,7 +5,6 @@ overdue) and the keyed timers page."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,9 @@ from typing import Any
 import psycopg
 
 from tests.conftest import Database, scalar
-from tests.integration.http.conftest import PASSWORD, TOKEN, RunnerProcess
+from tests.integration.http.conftest import PASSWORD, TOKEN
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 # fails on the hour: a due time at minute 0 divides by zero
 FAILS_ON_THE_HOUR = (
@@ -26,13 +27,6 @@ def open_page(page: Any, console: str, fragment: str) -> None:
     page.locator("#who", has_text="as token").wait_for()
 
 
-def wait_until(check: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.05)
-
-
 def _history_timer(conn: psycopg.Connection, db: Database, tmp_path: Path) -> RunnerProcess:
     """Timer `hist` on a test clock: due times missed while no runner served it (skipped,
     with their reason), then 18 runs, 3 of them failing."""
@@ -41,11 +35,12 @@ def _history_timer(conn: psycopg.Connection, db: Database, tmp_path: Path) -> Ru
         "SELECT timers.save('hist', 'every 10m', %s, test_clock => 'c')", [FAILS_ON_THE_HOUR]
     )
     conn.execute("CALL timers.advance_test_clock('c', '2027-01-04 00:35Z')")  # no runner: missed
-    runner = RunnerProcess(db.dsn, tmp_path / "runner.log")
+    runner = RunnerProcess(["--dsn", db.dsn], tmp_path / "runner.log")
     runner.wait_for("event=serving")
     wait_until(
         lambda: scalar(conn, "SELECT count(*) FROM timers.runs WHERE kind = 'skipped'") > 0,
-        "the missed due times skipped",
+        timeout=20,
+        what="the missed due times skipped",
     )
     conn.execute("CALL timers.advance_test_clock('c', '2027-01-04 03:35Z')")
     return runner
@@ -99,7 +94,7 @@ def test_timer_page_charts_history_next_and_audit(
         page.locator("#timer-chart-summary", has_text="in the last 7 days").wait_for()
         assert page.locator("svg[data-chart=late] circle.pt").count() == runs
     finally:
-        runner.stop()
+        runner.terminate()
 
 
 def test_a_reader_sees_no_sql_and_no_audit(

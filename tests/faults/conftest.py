@@ -18,7 +18,8 @@ from pgtimers.schema.install import install
 from tests.conftest import Server, scalar
 from tests.faults.cluster import Cluster
 from tests.faults.proxy import Proxy
-from tests.integration.runner.conftest import LOG_TABLE, RunnerProcess
+from tests.integration.runner.conftest import LOG_TABLE
+from tests.support.runner import RunnerProcess
 
 
 @pytest.fixture(scope="session")

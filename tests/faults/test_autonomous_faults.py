@@ -11,8 +11,9 @@ import psycopg
 
 from tests.conftest import scalar
 from tests.faults.cluster import Cluster
-from tests.integration.runner.conftest import RunnerProcess, wait_until
 from tests.integration.runner.test_autonomous import finished, runs, save_autonomous
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 Start = Callable[..., RunnerProcess]
 LONG = "INSERT INTO started DEFAULT VALUES; SELECT pg_sleep(60)"

@@ -21,7 +21,9 @@ from pgtimers.runner.budget import ConnectionBudget
 from pgtimers.schema.install import install
 from tests.conftest import scalar
 from tests.faults.cluster import Cluster
-from tests.integration.runner.conftest import LOG_SQL, LOG_TABLE, RunnerProcess, save, wait_until
+from tests.integration.runner.conftest import LOG_SQL, LOG_TABLE, save
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 Start = Callable[..., RunnerProcess]
 DATABASES = [f"d{i:02d}" for i in range(1, 13)]
@@ -61,12 +63,22 @@ def small(major: int) -> Iterator[Cluster]:
         with (made.pgdata / "postgresql.conf").open("a") as conf:
             conf.write("\nmax_connections = 25\n")
         made.start()
-        for name in DATABASES:
-            with made.admin() as admin:
+        # pgtimers installed once, in the first; the others are copies of it (an install
+        # takes seconds, a copy a fraction of one), as the tests' own databases are
+        first, *others = DATABASES
+        with made.admin() as admin:
+            admin.execute(
+                psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(first))
+            )
+        install(made.dsn(first))
+        with made.admin() as admin:
+            for name in others:
                 admin.execute(
-                    psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name))
+                    psycopg.sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                        psycopg.sql.Identifier(name), psycopg.sql.Identifier(first)
+                    )
                 )
-            install(made.dsn(name))
+        for name in DATABASES:
             with psycopg.connect(made.dsn(name), autocommit=True) as conn:
                 conn.execute(LOG_TABLE)
                 save(conn, "tick", "every 1s", LOG_SQL)

@@ -15,7 +15,8 @@ from psycopg.conninfo import make_conninfo
 from tests.conftest import scalar
 from tests.faults.cluster import Cluster
 from tests.faults.conftest import audit, serving_again, settle
-from tests.integration.runner.conftest import LOG_SQL, RunnerProcess, save
+from tests.integration.runner.conftest import LOG_SQL, save
+from tests.support.runner import RunnerProcess
 
 Start = Callable[..., RunnerProcess]
 

@@ -23,7 +23,9 @@ from pgtimers.runner.database import DatabaseRunner
 from pgtimers.runner.serving import Serving
 from tests.conftest import Database
 from tests.faults.cluster import Cluster, free_port
-from tests.integration.runner.conftest import LOG_SQL, RunnerProcess, save, wait_until
+from tests.integration.runner.conftest import LOG_SQL, save
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 Start = Callable[..., RunnerProcess]
 

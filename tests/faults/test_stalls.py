@@ -17,7 +17,9 @@ import psycopg
 from tests.faults.cluster import Cluster
 from tests.faults.conftest import audit, settle
 from tests.faults.proxy import Proxy
-from tests.integration.runner.conftest import LOG_SQL, RunnerProcess, save, wait_until
+from tests.integration.runner.conftest import LOG_SQL, save
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 Start = Callable[..., RunnerProcess]
 

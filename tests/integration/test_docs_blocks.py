@@ -19,7 +19,6 @@ import psycopg
 import pytest
 
 from tests.conftest import Database
-from tests.integration.runner.conftest import RunnerProcess, wait_until
 from tests.integration.sqlblocks import (
     ROOT,
     Block,
@@ -29,6 +28,8 @@ from tests.integration.sqlblocks import (
     sql_blocks,
     stray_markers,
 )
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 RUNNABLE = [block for path in DOCS for block in sql_blocks(path) if block.runnable]

@@ -23,7 +23,8 @@ from psycopg import errors, sql
 from psycopg.conninfo import make_conninfo
 
 from tests.conftest import Server, scalar
-from tests.integration.runner.conftest import RunnerProcess, wait_until
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 PASSWORD = "pgt-managed-pw"  # ignored by a server that trusts local logins
 

@@ -20,7 +20,9 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from tests.conftest import Database, scalar
-from tests.integration.runner.conftest import LOG_SQL, LOG_TABLE, RunnerProcess, wait_until
+from tests.integration.runner.conftest import LOG_SQL, LOG_TABLE
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 PGBOUNCER = shutil.which("pgbouncer") or shutil.which("pgbouncer", path="/usr/sbin:/usr/bin")
 pytestmark = pytest.mark.skipif(PGBOUNCER is None, reason="pgbouncer is not installed")

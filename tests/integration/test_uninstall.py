@@ -22,10 +22,8 @@ from pgtimers.schema.install import current_revision, install
 from pgtimers.schema.uninstall import ROLES, OtherDatabase, plan, roles_verdict
 from tests.conftest import HEAD_REVISION, Database, Server, scalar
 from tests.faults.cluster import Cluster
-from tests.integration.runner.conftest import (
-    RunnerProcess,
-    start_runner,  # noqa: F401 (a fixture)
-)
+from tests.integration.runner.conftest import start_runner  # noqa: F401 (a fixture)
+from tests.support.runner import RunnerProcess
 
 StartRunner = Callable[..., RunnerProcess]
 

@@ -14,12 +14,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import re
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +22,7 @@ import psycopg
 from psycopg import sql as pgsql
 
 from tests.conftest import Database
+from tests.support.runner import RunnerProcess
 
 ALICE = "pgt_alice"  # pgtimers_admin
 BOB = "pgt_bob"  # pgtimers_admin
@@ -155,53 +151,9 @@ def drop_role(db: Database, name: str) -> None:
 # --------------------------------------------------------------------------- a real runner
 
 
-class Runner:
-    """`pgtimers run --dsn <db> --workers 1` as a subprocess, for end-to-end cases."""
+class Runner(RunnerProcess):
+    """`pgtimers run --dsn <db> --workers 1`, started and serving, for end-to-end cases."""
 
     def __init__(self, db: Database, log: Path, extra: list[str] | None = None) -> None:
-        self.log_path = log
-        self._log = log.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pgtimers", "run", "--dsn", db.dsn, "--workers", "1"]
-            + (extra or []),
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-        self.wait_for("event=serving")
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def http_url(self) -> str:
-        """The URL of `--http` from the runner's http_serving line."""
-        found = re.search(r"event=http_serving url=(\S+)", self.log())
-        assert found, self.log()
-        return found.group(1)
-
-    def wait_for(self, text: str, timeout: float = 15.0) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.log():
-            if self.proc.poll() is not None:
-                raise AssertionError(f"runner exited ({self.proc.returncode}):\n{self.log()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no {text!r} in the runner log:\n{self.log()}")
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self._log.close()
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)
+        super().__init__(["--dsn", db.dsn, "--workers", "1", *(extra or [])], log)
+        self.wait_for("event=serving", timeout=15)

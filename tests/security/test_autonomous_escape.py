@@ -26,7 +26,6 @@ from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
 from tests.conftest import Database, scalar
-from tests.integration.runner.conftest import RunnerProcess
 from tests.integration.runner.test_autonomous import (
     PASSWORD,
     drop_owner,
@@ -35,6 +34,7 @@ from tests.integration.runner.test_autonomous import (
     runs,
     save_autonomous,
 )
+from tests.support.runner import RunnerProcess
 
 # A's procedure: each way out in a block of its own, the outcome recorded whether or
 # not it got through (a block that got through is undone by the sentinel P0099, so one

@@ -27,7 +27,8 @@ from psycopg import sql as pgsql
 from tests.conftest import Database
 from tests.integration.http.conftest import PASSWORD
 from tests.integration.http.conftest import basic_roles as basic_roles
-from tests.security.helpers import Runner, connect, fresh_role, wait_until
+from tests.security.helpers import Runner, connect, fresh_role
+from tests.support.wait import wait_until
 
 # pwn() records who called it; as anyone but the attacker it also tries to make the
 # attacker a superuser (the exploit of the report). It returns false so the
@@ -105,7 +106,7 @@ def runner(db: Database, tmp_path: Path) -> Iterator[Runner]:
     try:
         yield proc
     finally:
-        proc.stop()
+        proc.terminate()
 
 
 @pytest.mark.parametrize("exploit", sorted(EXPLOITS))
@@ -263,7 +264,7 @@ def test_http_run_of_a_shadowing_timer(
         _assert_not_escalated(db, who)
         assert result.get("ok") is True, result
     finally:
-        proc.stop()
+        proc.terminate()
         with db.server.admin() as su:
             su.execute(pgsql.SQL("ALTER ROLE {} NOSUPERUSER").format(pgsql.Identifier(who)))
 

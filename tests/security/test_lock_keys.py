@@ -19,15 +19,9 @@ import pytest
 from psycopg import errors
 
 from tests.conftest import Database
-from tests.security.helpers import (
-    ALICE,
-    READER,
-    Runner,
-    connect,
-    fresh_role,
-    save,
-    wait_until,
-)
+from tests.security.helpers import ALICE, READER, Runner, connect, fresh_role, save
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 
 @pytest.fixture
@@ -71,7 +65,7 @@ def test_running_keys_held_by_a_plain_role_do_not_stop_timers(
         states = {_running(db) for _ in range(20)}
         assert False in states
     finally:
-        runner.stop()
+        runner.terminate()
     # held keys would stop it for good; a skip or two is the load of a busy machine
     assert _count(db, "SELECT skipped FROM timers.status WHERE name = 'victim'") <= 3
 
@@ -104,7 +98,7 @@ def test_the_keyed_fire_key_held_by_a_plain_role_does_not_stop_keyed_timers(
             10,
         )
     finally:
-        runner.stop()
+        runner.terminate()
 
 
 @pytest.mark.parametrize("lock", ["pg_advisory_lock(28776, 1)", "pg_advisory_lock(28776, 0)"])
@@ -119,7 +113,7 @@ def test_runner_start_keys_held_by_a_plain_role_do_not_stop_a_runner(
         assert time.monotonic() - started < 10
         assert _count(db, "SELECT timers._live_runners()") == 1
     finally:
-        runner.stop()
+        runner.terminate()
     assert _count(db, "SELECT timers._live_runners()") == 0
 
 
@@ -160,24 +154,14 @@ def test_a_held_runner_start_lock_is_named_and_waited_for_at_most_10_s(
     holder = db.connect(autocommit=False)
     holder.execute("SET application_name = 'stuck admin'")
     holder.execute("SELECT 1 FROM timers.locks WHERE name = 'runner_start' FOR UPDATE")
-    log = tmp_path / "runner.log"
-    proc = None
+    runner = None
     try:
-        import subprocess
-        import sys
-
-        out = log.open("w")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "pgtimers", "run", "--dsn", db.dsn, "--workers", "1"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        assert wait_until(lambda: "stuck admin" in log.read_text(), 25), log.read_text()
-        assert "runner_start" in log.read_text()
+        runner = RunnerProcess(["--dsn", db.dsn, "--workers", "1"], tmp_path / "runner.log")
+        runner.wait_for("stuck admin", 25)
+        assert "runner_start" in runner.log()
         holder.rollback()
-        assert wait_until(lambda: "event=serving" in log.read_text(), 15), log.read_text()
+        runner.wait_for("event=serving", 15)
     finally:
         holder.close()
-        if proc is not None:
-            proc.terminate()
-            proc.wait(15)
+        if runner is not None:
+            runner.stop(15)

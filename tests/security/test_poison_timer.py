@@ -16,7 +16,8 @@ import pytest
 from psycopg import errors
 
 from tests.conftest import Database, scalar
-from tests.security.helpers import ALICE, BOB, Runner, connect, save, wait_until
+from tests.security.helpers import ALICE, BOB, Runner, connect, save
+from tests.support.wait import wait_until
 
 # exit_on_error makes the SQL's own error FATAL: the server ends the runner's session
 # (set_config: dynamic, so the save-time check cannot see it)
@@ -30,7 +31,7 @@ def runner(db: Database, tmp_path: Path) -> Iterator[Runner]:
         su.execute("GRANT INSERT ON public.hits TO PUBLIC")
     r = Runner(db, tmp_path / "runner.log")
     yield r
-    r.stop()
+    r.terminate()
 
 
 def _status(db: Database, name: str) -> tuple[int, int, bool, str]:
@@ -48,7 +49,7 @@ def test_a_poison_timer_is_recorded_paused_and_starves_nobody(db: Database, runn
         save(alice, "poison", POISON, "every 1s", pause_after=3)
     with connect(db, BOB) as bob:
         save(bob, "good", "INSERT INTO public.hits (who) VALUES ('good')", "every 1s")
-    assert wait_until(lambda: not _status(db, "poison")[2], timeout=15), runner.log()
+    wait_until(lambda: not _status(db, "poison")[2], timeout=15, what=runner.log)
     runs, failures, _, error = _status(db, "poison")
     assert (runs, failures) == (3, 3)
     assert "the run ended the runner's session (FATAL 22012: division by zero)" in error
@@ -135,7 +136,7 @@ def test_a_forged_claim_notice_cannot_blame_another_owners_timer(
     )
     with connect(db, ALICE) as alice:
         save(alice, "forger", forge, "every 1s", pause_after=2)
-    assert wait_until(lambda: not _status(db, "forger")[2], timeout=15), runner.log()
+    wait_until(lambda: not _status(db, "forger")[2], timeout=15, what=runner.log)
     assert "the run ended the runner's session" in _status(db, "forger")[3]
     assert _status(db, "victim")[1] == 0  # no failure of bob's timer
     assert _status(db, "victim")[0] >= 1

@@ -23,7 +23,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from tests.conftest import Server
-from tests.integration.runner.conftest import RunnerProcess
+from tests.support.runner import RunnerProcess
 
 PASSWORD = "trust-test-pw"
 

@@ -17,7 +17,8 @@ import pytest
 from psycopg import errors
 
 from tests.conftest import Database
-from tests.security.helpers import ALICE, READER, Runner, connect, save, wait_until
+from tests.security.helpers import ALICE, READER, Runner, connect, save
+from tests.support.wait import wait_until
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ def runner(db: Database, tmp_path: Path) -> Iterator[Runner]:
     try:
         yield proc
     finally:
-        proc.stop()
+        proc.terminate()
 
 
 def _one(db: Database, query: str, *args: object) -> object:

@@ -75,7 +75,7 @@ def stage(db: Database) -> Database:
 def runner(stage: Database, tmp_path: Path) -> Iterator[Runner]:
     r = Runner(stage, tmp_path / "runner.log")
     yield r
-    r.stop()
+    r.terminate()
 
 
 def _fire_together(db: Database, *timers: tuple[str, str, str]) -> None:

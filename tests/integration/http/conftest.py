@@ -9,9 +9,6 @@ import contextlib
 import http.client
 import json
 import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -26,6 +23,7 @@ from psycopg import sql
 from pgtimers.http.server import HttpServer, start_http
 from pgtimers.http.settings import HttpSettings
 from tests.conftest import Database, Server, _Databases
+from tests.support.runner import RunnerProcess
 
 TOKEN = "test-token-0123456789abcdef"
 PASSWORD = "s3cret-pw"
@@ -223,42 +221,12 @@ def basic(basic_roles: bool, db: Database) -> bool:
     return True
 
 
-class RunnerProcess:
-    """`pgtimers run --dsn ...` as a subprocess; its log goes to a file."""
-
-    def __init__(self, dsn: str, log: Path) -> None:
-        self.log_path = log
-        self._log = log.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pgtimers", "run", "--dsn", dsn],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-
-    def wait_for(self, text: str, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.log_path.read_text():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"runner: no {text!r}:\n{self.log_path.read_text()}")
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._log.close()
-
-
 @pytest.fixture
 def runner(db: Database, tmp_path: Path) -> Iterator[RunnerProcess]:
     """A runner serving the test's database."""
-    proc = RunnerProcess(db.dsn, tmp_path / "runner.log")
+    proc = RunnerProcess(["--dsn", db.dsn], tmp_path / "runner.log")
     try:
         proc.wait_for("event=serving")
         yield proc
     finally:
-        proc.stop()
+        proc.terminate()

@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -19,50 +15,12 @@ from pgtimers.http.server import console_link
 from pgtimers.http.settings import TOKEN_ENV, HttpSettings
 from tests.conftest import Database, scalar
 from tests.integration.http.conftest import TOKEN, Client
+from tests.support.runner import RunnerProcess
 
 LINK = re.compile(r"^pgtimers: console: (http://\S+)$", re.MULTILINE)
 
 
-class Runner:
-    """`pgtimers run --dsn DSN --http 127.0.0.1:0 …`, stdout and stderr in one file."""
-
-    def __init__(self, dsn: str, log: Path, extra: list[str], env: Mapping[str, str]) -> None:
-        self.log_path = log
-        argv = [sys.executable, "-m", "pgtimers", "run", "--dsn", dsn, "--http", "127.0.0.1:0"]
-        with log.open("w") as out:
-            self.proc = subprocess.Popen(
-                [*argv, *extra],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=dict(env),
-            )
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def wait_for(self, text: str, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.log():
-            assert self.proc.poll() is None, f"runner exited:\n{self.log()}"
-            assert time.monotonic() < deadline, f"no {text!r} in:\n{self.log()}"
-            time.sleep(0.05)
-
-    def port(self) -> int:
-        found = re.search(r"event=http_serving url=http://127\.0\.0\.1:(\d+)", self.log())
-        assert found, self.log()
-        return int(found.group(1))
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-
-
-Start = Callable[..., Runner]
+Start = Callable[..., RunnerProcess]
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -72,10 +30,16 @@ def _env(**extra: str) -> dict[str, str]:
 
 @pytest.fixture
 def start(db: Database, tmp_path: Path) -> Iterator[Start]:
-    started: list[Runner] = []
+    started: list[RunnerProcess] = []
 
-    def run(extra: list[str] | None = None, env: Mapping[str, str] | None = None) -> Runner:
-        runner = Runner(db.dsn, tmp_path / f"runner{len(started)}.log", extra or [], env or _env())
+    def run(extra: list[str] | None = None, env: Mapping[str, str] | None = None) -> RunnerProcess:
+        # `env` is the whole environment: its token variable, if any, and no other
+        runner = RunnerProcess(
+            ["--dsn", db.dsn, "--http", "127.0.0.1:0", *(extra or [])],
+            tmp_path / f"runner{len(started)}.log",
+            env=dict(env or _env()),
+            unset=[TOKEN_ENV],
+        )
         started.append(runner)
         runner.wait_for("event=serving")
         runner.wait_for("event=http_serving")
@@ -83,7 +47,7 @@ def start(db: Database, tmp_path: Path) -> Iterator[Start]:
 
     yield run
     for runner in started:
-        runner.stop()
+        runner.terminate()
 
 
 def test_the_printed_link_opens_the_console_and_the_api(start: Start, db: Database) -> None:
@@ -93,7 +57,7 @@ def test_the_printed_link_opens_the_console_and_the_api(start: Start, db: Databa
     links = LINK.findall(log)
     assert len(links) == 1, log
     url = urlsplit(links[0])
-    assert (url.hostname, url.port, url.path) == ("127.0.0.1", runner.port(), "/")
+    assert (url.hostname, url.port, url.path) == ("127.0.0.1", runner.http_port(), "/")
     assert url.query.startswith("token=")
     token = url.query.removeprefix("token=")
     assert len(token) >= 40 and re.fullmatch(r"[A-Za-z0-9_-]+", token), token
@@ -101,11 +65,11 @@ def test_the_printed_link_opens_the_console_and_the_api(start: Start, db: Databa
     assert log.count(token) == 1, log
     assert re.search(r"event=http_serving url=\S+ token=generated$", log, re.MULTILINE), log
 
-    page = Client(runner.port()).get(f"/?{url.query}")
+    page = Client(runner.http_port()).get(f"/?{url.query}")
     assert page.status == 200 and page.headers["content-type"].startswith("text/html")
     assert page.headers["referrer-policy"] == "no-referrer"
 
-    api = Client(runner.port()).as_token(token)
+    api = Client(runner.http_port()).as_token(token)
     saved = api.post("/api/timers", {"name": "via_link", "schedule": "hourly", "sql": "SELECT 1"})
     assert saved.status == 200, saved.text
     # the token acts as the runner's own connection role
@@ -117,11 +81,11 @@ def test_the_printed_link_opens_the_console_and_the_api(start: Start, db: Databa
     ran = api.post("/api/timers/via_link/run").json()
     assert ran["finished"] is True and ran["ok"] is True, ran
 
-    wrong = Client(runner.port()).as_token(token[:-1] + ("A" if token[-1] != "A" else "B"))
+    wrong = Client(runner.http_port()).as_token(token[:-1] + ("A" if token[-1] != "A" else "B"))
     refused = wrong.get("/api/timers")
     assert refused.status == 401
     assert refused.error.startswith("bad token: pgtimers run makes a new one each time it starts")
-    assert Client(runner.port()).get("/api/timers").status == 401
+    assert Client(runner.http_port()).get("/api/timers").status == 401
     # the console's requests and their errors did not write it again
     assert runner.log().count(token) == 1
 
@@ -132,7 +96,7 @@ def test_each_start_makes_another_token(start: Start) -> None:
         runner.wait_for("pgtimers: console: ")
     (a,), (b,) = LINK.findall(first.log()), LINK.findall(second.log())
     assert a.split("token=")[1] != b.split("token=")[1]
-    old = Client(second.port()).as_token(a.split("token=")[1])
+    old = Client(second.http_port()).as_token(a.split("token=")[1])
     assert old.get("/api/stats").status == 401
 
 
@@ -140,8 +104,8 @@ def test_a_set_token_is_used_and_none_is_made(start: Start) -> None:
     runner = start(env=_env(**{TOKEN_ENV: TOKEN}))
     log = runner.log()
     assert "?token=" not in log and "token=generated" not in log and TOKEN not in log, log
-    assert Client(runner.port()).as_token(TOKEN).get("/api/timers").status == 200
-    refused = Client(runner.port()).as_token("x" * 43).get("/api/timers")
+    assert Client(runner.http_port()).as_token(TOKEN).get("/api/timers").status == 200
+    refused = Client(runner.http_port()).as_token("x" * 43).get("/api/timers")
     assert (refused.status, refused.error) == (401, "bad token")
 
 
@@ -149,14 +113,14 @@ def test_anonymous_loopback_makes_no_token(start: Start) -> None:
     runner = start(["--http-anonymous"])
     log = runner.log()
     assert "?token=" not in log and "token=generated" not in log, log
-    assert Client(runner.port()).get("/api/timers").status == 200
+    assert Client(runner.http_port()).get("/api/timers").status == 200
 
 
 def test_basic_still_works_next_to_the_made_token(start: Start, basic: bool) -> None:
     runner = start()
-    reader = Client(runner.port()).as_basic("pgt_http_reader")
+    reader = Client(runner.http_port()).as_basic("pgt_http_reader")
     assert reader.get("/api/timers").status == 200
-    refused = Client(runner.port()).as_basic("pgt_http_reader", "wrong").get("/api/timers")
+    refused = Client(runner.http_port()).as_basic("pgt_http_reader", "wrong").get("/api/timers")
     assert refused.status == 401
 
 

@@ -12,7 +12,8 @@ import psycopg
 import pytest
 
 from tests.conftest import Database, scalar
-from tests.integration.http.conftest import Client, RunnerProcess
+from tests.integration.http.conftest import Client
+from tests.support.runner import RunnerProcess
 
 POLICIES = ["retries", "retry_delay", "pause_after", "jitter", "priority", "paused_ms"]
 BACKFILL_FIELDS = [

@@ -15,7 +15,8 @@ import pytest
 
 from pgtimers.http.queries import query
 from tests.conftest import Database, scalar
-from tests.integration.http.conftest import Client, RunnerProcess, Served
+from tests.integration.http.conftest import Client, Served
+from tests.support.runner import RunnerProcess
 
 DURATION_LE = ["0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10",
                "60", "300", "+Inf"]  # fmt: skip

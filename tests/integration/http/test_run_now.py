@@ -6,7 +6,8 @@ import threading
 import time
 
 from tests.conftest import Database
-from tests.integration.http.conftest import Client, RunnerProcess
+from tests.integration.http.conftest import Client
+from tests.support.runner import RunnerProcess
 
 
 def test_run_without_a_runner_is_503(api: Client, db: Database) -> None:

@@ -15,7 +15,8 @@ from psycopg.conninfo import make_conninfo
 from tests.conftest import Database
 from tests.integration.http.conftest import PASSWORD as ROLE_PASSWORD
 from tests.integration.keyed.conftest import Fired, advance, arm, call, keyed
-from tests.integration.runner.conftest import RunnerProcess, wait_until
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 CLOCK = "tc_7Hq4"
 NOTICE = "clk_8Tx1#US:rung:notice 30d:2027@0"

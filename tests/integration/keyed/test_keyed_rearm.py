@@ -15,7 +15,7 @@ from psycopg.rows import dict_row
 
 from tests.conftest import Database
 from tests.integration.keyed.conftest import LOG_SQL, Fired, advance, arm, call, events, keyed
-from tests.integration.runner.conftest import RunnerProcess
+from tests.support.runner import RunnerProcess
 
 StartRunner = Callable[..., RunnerProcess]
 NY = "America/New_York"

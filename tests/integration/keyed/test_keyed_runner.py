@@ -23,7 +23,8 @@ from tests.integration.keyed.conftest import (
     fired_rows,
     keyed,
 )
-from tests.integration.runner.conftest import RunnerProcess, wait_until
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 StartRunner = Callable[..., RunnerProcess]
 T0 = "2028-01-01 00:00:00+00"

@@ -15,7 +15,9 @@ import pytest
 
 from tests.conftest import Database
 from tests.integration.keyed.conftest import Fired, advance, arm, fired_rows, keyed
-from tests.integration.runner.conftest import RunnerProcess, save, wait_until
+from tests.integration.runner.conftest import save
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 StartRunner = Callable[..., RunnerProcess]
 T0 = "2028-01-01 00:00:00+00"

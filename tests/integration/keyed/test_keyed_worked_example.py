@@ -20,7 +20,8 @@ from psycopg import errors
 
 from tests.conftest import Database
 from tests.integration.keyed.conftest import Fired, advance, arm, call, events, fired_rows, keyed
-from tests.integration.runner.conftest import RunnerProcess, wait_until
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 StartRunner = Callable[..., RunnerProcess]
 MINT = "2028-02-01 14:00:00+00"

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,59 +12,9 @@ from psycopg.rows import dict_row
 
 from tests.conftest import Database
 
-PYTHON = sys.executable
-
-
-class RunnerProcess:
-    """One `pgtimers run` subprocess; its log goes to a file the test can read."""
-
-    def __init__(
-        self,
-        args: list[str],
-        log: Path,
-        env: dict[str, str] | None = None,
-        unset: Iterable[str] = (),
-    ) -> None:
-        """Start it with this environment plus `env`, less the variables named in `unset`."""
-        self.log_path = log
-        self._log = log.open("w")
-        environ = {k: v for k, v in os.environ.items() if k not in set(unset)}
-        self.proc = subprocess.Popen(
-            [PYTHON, "-m", "pgtimers", "run", *args],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env={**environ, **(env or {})},
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def wait_for(self, text: str, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.log():
-            if self.proc.poll() is not None:
-                raise AssertionError(f"runner exited ({self.proc.returncode}):\n{self.log()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no {text!r} in the runner log:\n{self.log()}")
-            time.sleep(0.02)
-
-    def stop(self, timeout: float = 30.0) -> int:
-        """SIGTERM, then the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        finally:
-            self._log.close()
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
+# the shared helpers, also importable from here, where tests used to find them
+from tests.support.runner import RunnerProcess as RunnerProcess
+from tests.support.wait import wait_until as wait_until
 
 
 @pytest.fixture
@@ -129,17 +74,6 @@ def history(conn: psycopg.Connection, name: str) -> list[dict[str, Any]]:
             " ORDER BY due_at NULLS LAST, id",
             [name],
         ).fetchall()
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or predicate}")
-        time.sleep(0.02)
 
 
 # Each run of these timers records which due time it ran, in a table with no

@@ -16,7 +16,8 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from tests.conftest import Database, scalar
-from tests.integration.runner.conftest import RunnerProcess, wait_until
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 StartRunner = Callable[..., RunnerProcess]
 PASSWORD = "autonomous-secret"

@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import psycopg
 
-from tests.integration.runner.conftest import LOG_SQL, RunnerProcess, history, save, status
+from tests.integration.runner.conftest import LOG_SQL, history, save, status
+from tests.support.runner import RunnerProcess
 
 StartRunner = Callable[..., RunnerProcess]
 Fired = Callable[..., list[tuple[str, str]]]

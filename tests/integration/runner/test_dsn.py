@@ -13,7 +13,7 @@ from pgtimers.cli.dsn import ENVIRONMENT, given_dsns
 from pgtimers.cli.exit_codes import ExitCode
 from pgtimers.cli.run_config import resolve
 from tests.conftest import Database
-from tests.integration.runner.conftest import RunnerProcess
+from tests.support.runner import RunnerProcess
 
 # nothing listens there: a runner that picked it would log database_unavailable
 NOWHERE = "postgresql://nobody@127.0.0.1:9/nothing?connect_timeout=1"

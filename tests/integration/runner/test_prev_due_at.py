@@ -11,7 +11,9 @@ import psycopg
 import pytest
 
 from tests.conftest import scalar
-from tests.integration.runner.conftest import RunnerProcess, save, timer_row, wait_until
+from tests.integration.runner.conftest import save, timer_row
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 StartRunner = Callable[..., RunnerProcess]
 Seen = Callable[..., list[tuple[str, str, str]]]

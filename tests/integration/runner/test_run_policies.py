@@ -14,7 +14,9 @@ from psycopg import errors
 from psycopg.rows import dict_row
 
 from tests.conftest import Database, scalar
-from tests.integration.runner.conftest import RunnerProcess, save, status, timer_row, wait_until
+from tests.integration.runner.conftest import save, status, timer_row
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 StartRunner = Callable[..., RunnerProcess]
 T0 = "2027-01-04 09:00:00+00"
@@ -409,12 +411,14 @@ def test_a_runner_killed_during_a_retry_leaves_nothing_and_the_attempt_is_redone
     assert row is not None
     due = row[0].astimezone(UTC)
     conn.execute("NOTIFY pgtimers")
-    _wait(lambda: _running(conn) == ["r"] and timer_row(conn, "r")["retry_attempt"] == 2,
-          "attempt 2 to be running")  # fmt: skip
+    wait_until(
+        lambda: _running(conn) == ["r"] and timer_row(conn, "r")["retry_attempt"] == 2,
+        what="attempt 2 to be running",
+    )
     first.kill()
     assert done(conn, "r") == []
     second = start_runner()
-    _wait(lambda: timer_row(conn, "r")["retry_at"] is None, "attempt 2 to commit", timeout=15)
+    wait_until(lambda: timer_row(conn, "r")["retry_at"] is None, 15, "attempt 2 to commit")
     stamp = due.strftime("%Y-%m-%dT%H:%M:%S.%f").rstrip("0").rstrip(".") + "Z"
     assert done(conn, "r") == [(stamp, 2)]
     assert [(r["kind"], r["attempt"], r["ok"]) for r in runs(conn, "r")] == [
@@ -432,7 +436,3 @@ def _running(conn: psycopg.Connection) -> list[str]:
         " WHERE datname = current_database() AND application_name LIKE 'pgtimers: %'"
     ).fetchall()
     return [r[0].removeprefix("pgtimers: ") for r in rows]
-
-
-def _wait(predicate: Callable[[], Any], what: str, timeout: float = 10.0) -> None:
-    wait_until(predicate, timeout=timeout, what=what)

@@ -11,15 +11,9 @@ import pytest
 from psycopg import errors
 
 from tests.conftest import Database, scalar
-from tests.integration.runner.conftest import (
-    LOG_SQL,
-    RunnerProcess,
-    history,
-    save,
-    status,
-    timer_row,
-    wait_until,
-)
+from tests.integration.runner.conftest import LOG_SQL, history, save, status, timer_row
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 StartRunner = Callable[..., RunnerProcess]
 Fired = Callable[..., list[tuple[str, str]]]

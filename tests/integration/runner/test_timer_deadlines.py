@@ -14,7 +14,9 @@ from psycopg import errors
 from psycopg.rows import dict_row
 
 from tests.conftest import scalar
-from tests.integration.runner.conftest import RunnerProcess, save, status, wait_until
+from tests.integration.runner.conftest import save, status
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 StartRunner = Callable[..., RunnerProcess]
 T0 = "2027-01-04 09:00:00+00"

@@ -13,9 +13,11 @@ from typing import Any
 import psycopg
 
 from tests.conftest import Database, scalar
-from tests.integration.runner.conftest import RunnerProcess, save, wait_until
+from tests.integration.runner.conftest import save
 from tests.integration.runner.receiver import Receiver
 from tests.integration.runner.test_webhooks import FAST, write_config
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 StartRunner = Callable[..., RunnerProcess]
 # fails while the flag says so

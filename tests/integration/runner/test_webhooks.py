@@ -17,8 +17,10 @@ import pytest
 from psycopg.rows import dict_row
 
 from tests.conftest import Database
-from tests.integration.runner.conftest import RunnerProcess, save, wait_until
+from tests.integration.runner.conftest import save
 from tests.integration.runner.receiver import Receiver
+from tests.support.runner import RunnerProcess
+from tests.support.wait import wait_until
 
 StartRunner = Callable[..., RunnerProcess]
 # quick rounds and a short lease, so that the tests wait seconds, not minutes
