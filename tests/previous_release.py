@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.runner.conftest import PYTHON, RunnerProcess
+from tests.support.runner import PYTHON, RunnerProcess
 
 REPO = Path(__file__).resolve().parent.parent
 
