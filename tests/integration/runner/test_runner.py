@@ -75,7 +75,8 @@ def test_each_due_time_commits_exactly_once_with_three_runners(
 def test_runner_killed_mid_run_leaves_nothing_and_the_due_time_is_redone(
     conn: psycopg.Connection, start_runner: StartRunner, fired: Fired, other_runner_up: bool
 ) -> None:
-    save(conn, "slowpoke", "every 1h", LOG_SQL + "; SELECT pg_sleep(1.5)")
+    # long enough that a second runner's start (seconds on a loaded machine) ends before it
+    save(conn, "slowpoke", "every 1h", LOG_SQL + "; SELECT pg_sleep(4)")
     first = start_runner()
     due = due_now(conn, "slowpoke")
     wait_until(lambda: "slowpoke" in running_timers(conn), what="the run to start")
