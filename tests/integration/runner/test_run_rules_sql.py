@@ -13,6 +13,7 @@ from psycopg import errors
 from pgtimers.runner.queries import query
 from tests.conftest import Database, scalar
 from tests.integration.runner.conftest import save, timer_row
+from tests.support.wait import wait_until
 
 T0 = dt.datetime(2027, 1, 4, 9, 0, 0, tzinfo=dt.timezone.utc)
 
@@ -317,6 +318,15 @@ def _start(db: Database, runner: str, park: str | None = None) -> dict[str, Any]
         )
         if park is not None:
             session.execute("SELECT timers._runner_park(%s, now() + %s::interval)", (runner, park))
+        pid = scalar(session, "SELECT pg_backend_pid()")
+    # a closed session's backend ends a moment later: until then it still looks live
+    with db.connect() as look:
+        wait_until(
+            lambda: (
+                scalar(look, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)) == 0
+            ),
+            what="the closed session's backend to end",
+        )
     return started
 
 
