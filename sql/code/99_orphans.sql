@@ -27,20 +27,8 @@ DECLARE
     r record;
     v_window record := timers._runner_api();
     v_kept text;
+    v_waited boolean := false;
 BEGIN
-    IF EXISTS (SELECT 1 FROM pg_catalog.pg_proc p
-                WHERE p.pronamespace = 'timers'::regnamespace
-                  AND p.xmin OPERATOR(pg_catalog.<>) pg_catalog.pg_current_xact_id()::xid) THEN
-        PERFORM pg_catalog.set_config('lock_timeout', '60s', true);
-        BEGIN
-            LOCK TABLE timers.timers, timers.keyed_timers, timers.run_requests, timers.backfill_jobs
-                IN EXCLUSIVE MODE;
-        EXCEPTION WHEN lock_not_available THEN
-            RAISE EXCEPTION 'pgtimers: runs in flight did not finish within 60 s, and this version replaces routines they may still call'
-                USING ERRCODE = '55P03',
-                      HINT = 'Run the install again when the long run ends (timers.status shows it running), or stop the runners first.';
-        END;
-    END IF;
     FOR r IN
         SELECT p.oid::regprocedure AS routine, p.prokind
           FROM pg_catalog.pg_proc p
@@ -57,6 +45,19 @@ BEGIN
             RAISE EXCEPTION 'pgtimers: this version no longer defines %, which runners of API % call, and it serves runner API %..%', r.routine, v_kept, v_window.oldest, v_window.newest
                 USING ERRCODE = '55000',
                       HINT = 'Keep the routine defined (sql/code/24_runner_api.sql) until the oldest runner API served is past it.';
+        END IF;
+        IF NOT v_waited THEN
+            -- the fires in flight first, once, before the first drop
+            PERFORM pg_catalog.set_config('lock_timeout', '60s', true);
+            BEGIN
+                LOCK TABLE timers.timers, timers.keyed_timers, timers.run_requests, timers.backfill_jobs
+                    IN EXCLUSIVE MODE;
+            EXCEPTION WHEN lock_not_available THEN
+                RAISE EXCEPTION 'pgtimers: runs in flight did not finish within 60 s, and this version replaces routines they may still call'
+                    USING ERRCODE = '55P03',
+                          HINT = 'Run the install again when the long run ends (timers.status shows it running), or stop the runners first.';
+            END;
+            v_waited := true;
         END IF;
         RAISE NOTICE 'pgtimers: dropping %, which this version no longer defines', r.routine;
         EXECUTE pg_catalog.format('DROP %s %s',
