@@ -6,8 +6,10 @@ side on one throwaway PostgreSQL 15 cluster, in one sitting, with the ratios.
     sudo .venv/bin/python bench/fire_path.py --only pgbench,fires
 
 Parts (--only takes a comma list; default all):
-  pgbench  pgbench -c 2 and -c 8, one one-row INSERT per transaction (the same INSERT the
-           timers run): tps, and server + pgbench CPU per transaction.
+  pgbench  pgbench -c 1, -c 2 and -c 8, one one-row INSERT per transaction (the same INSERT
+           the timers run): tps, and server + pgbench CPU per transaction. -c 1 is the
+           bound of work done one commit after another: a save's round trip and commit,
+           and keyed fires on one test clock (they commit one at a time, in tick order).
   fires    K timers due at one instant (`every 1h`, start_at = that instant), each running
            that INSERT, fired by `pgtimers run --workers 2` and `--workers 8`: fires/s from
            the first INSERT to the last, CPU per fire (server + runner), p99 lateness.
@@ -114,7 +116,7 @@ def part_pgbench(cl: Cluster, seconds: float) -> dict[str, Any]:
     script = cl.root / "insert.sql"
     script.write_text(PGBENCH_SQL)
     out: dict[str, Any] = {}
-    for clients in (2, 8):
+    for clients in (1, 2, 8):
         args = [str(cl.pg_bin / "pgbench"), "-n", "-c", str(clients), "-j", str(clients)]
         args += ["-T", str(int(seconds)), "-f", str(script), "-h", str(cl.sock)]
         args += ["-p", str(cl.port), "-U", cl.user, vs.PGT_DB]
@@ -361,13 +363,16 @@ def report(res: dict[str, Any]) -> str:
                 _met(worst <= 0.2),
             ]
         )
+    # one INSERT and its commit, one after another: the floor of a save's call and of a
+    # keyed fire on a test clock (serial in tick order)
+    one = pg.get(1) if pg else None
     if save := res.get("save"):
         rows.append(
             [
                 "timers.save, one per call",
                 f"{save['each_ms']:.2f} ms",
-                "",
-                "",
+                f"INSERT {1000 / one['tps']:.2f} ms" if one else "",
+                f"{save['each_ms'] * one['tps'] / 1000:.1f}x" if one else "",
                 "≤ 0.8 ms",
                 _met(save["each_ms"] <= 0.8),
             ]
@@ -387,8 +392,8 @@ def report(res: dict[str, Any]) -> str:
             [
                 "keyed fires on a test clock",
                 f"{keyed['fired_per_s']:,.0f}/s",
-                "",
-                "",
+                f"pgbench -c 1 {one['tps']:,.0f} tps" if one else "",
+                f"{keyed['fired_per_s'] / one['tps']:.2f}" if one else "",
                 "≥ 2,000/s",
                 _met(keyed["fired_per_s"] >= 2000),
             ]
