@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +16,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pgtimers.queries import beside
+from pgtimers.runner.clock import REAL, Clock
 from pgtimers.runner.messages import KEPT, Said, line
 
 query = beside(__file__, "autonomous.sql")
@@ -150,14 +150,14 @@ class OwnerSessions:
     # how long a run waits for that slot before it fails (the worker that runs it holds a
     # slot all along: waiting for ever could wait for itself)
     slot_wait: float = SLOT_WAIT
-    clock: Callable[[], float] = time.monotonic
+    clock: Clock = REAL
 
     async def run(self, attempt: Attempt, began: Callable[[int, str], Awaitable[Any]]) -> Outcome:
         """Run the attempt's statements as its owner within its time limit; began(pid,
         login) is told when the owner's session is up. Never raises for the run's faults:
         they are the outcome."""
         gave_up = asyncio.Event()
-        waited = asyncio.get_running_loop().call_later(self.slot_wait, gave_up.set)
+        waited = asyncio.ensure_future(self._give_up_after(gave_up))
         try:
             async with self._slot(gave_up) as got:
                 waited.cancel()
@@ -169,6 +169,10 @@ class OwnerSessions:
             return Outcome(False, no_slot(self.slot_wait), "53300")
         return Outcome(False, "not run: the runner was stopping", "57P01")
 
+    async def _give_up_after(self, gave_up: asyncio.Event) -> None:
+        await self.clock.sleep(self.slot_wait)
+        gave_up.set()
+
     @contextlib.asynccontextmanager
     async def _slot(self, gave_up: asyncio.Event) -> AsyncIterator[bool]:
         if self.slot is None:
@@ -178,7 +182,7 @@ class OwnerSessions:
             yield got
 
     async def _run(self, attempt: Attempt, began: Callable[[int, str], Awaitable[Any]]) -> Outcome:
-        deadline = self.clock() + attempt.timeout_ms / 1000
+        deadline = self.clock.now() + attempt.timeout_ms / 1000
         try:
             conn = await psycopg.AsyncConnection.connect(
                 owner_dsn(self.runner_dsn, attempt.owner, self.owner_dsns),
@@ -225,7 +229,7 @@ class OwnerSessions:
             rows = 0
             only = len(attempt.statements) == 1
             for statement in attempt.statements:
-                done = await _within(conn, statement, deadline - self.clock())
+                done = await _within(conn, statement, deadline - self.clock.now(), self.clock)
                 if done is None:
                     return TIMED_OUT
                 rows += _rows(done, only)
@@ -247,21 +251,21 @@ def _heard(said: Said, diag: psycopg.errors.Diagnostic) -> None:
 
 
 async def _within(
-    conn: psycopg.AsyncConnection[Any], statement: str, seconds: float
+    conn: psycopg.AsyncConnection[Any], statement: str, seconds: float, clock: Clock
 ) -> psycopg.AsyncCursor[Any] | None:
-    """Run one statement within `seconds`; None when it had to be stopped (cancelled, or
-    its session closed when a cancel was not enough)."""
+    """Run one statement within `seconds` of `clock`; None when it had to be stopped
+    (cancelled, or its session closed when a cancel was not enough)."""
     if seconds <= 0:
         return None
     # as written: without parameters psycopg reads no placeholders in it
     task = asyncio.ensure_future(conn.execute(statement))
-    done, _ = await asyncio.wait({task}, timeout=seconds)
-    if done:
+    await clock.wait_first({task}, seconds)
+    if task.done():
         return task.result()
     with contextlib.suppress(psycopg.Error):
         await conn.cancel_safe(timeout=CANCEL_GRACE)
-    done, _ = await asyncio.wait({task}, timeout=CANCEL_GRACE)
-    if not done:
+    await clock.wait_first({task}, CANCEL_GRACE)
+    if not task.done():
         task.cancel()
     with contextlib.suppress(BaseException):
         await task

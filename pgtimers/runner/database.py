@@ -166,7 +166,7 @@ class DatabaseRunner:
             lambda gave_up: self.s.budget.slot(
                 self.s.dsn, (*self.pool.stops(), gave_up), self.life.alive
             ),
-            clock=self.clock.now,
+            clock=self.clock,
         )
         workers = [
             Worker(

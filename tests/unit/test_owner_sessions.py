@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from pgtimers.runner.autonomous import Attempt, OwnerSessions
 from pgtimers.runner.budget import ConnectionBudget
+from pgtimers.runner.clock import FakeClock
 
 ATTEMPT = Attempt(
     run_id=1,
@@ -68,6 +69,28 @@ def test_a_free_slot_is_taken_and_given_back() -> None:
     assert held == 2
 
 
+def test_the_wait_for_a_slot_is_measured_by_the_runners_clock() -> None:
+    async def go() -> tuple[Any, float]:
+        clock = FakeClock()
+        budget = ConnectionBudget(limit=2)
+        stop = asyncio.Event()
+        assert await budget.acquire("db", (stop,), lambda: None, control=True)
+        assert await budget.acquire("db", (stop,), lambda: None)
+        owners = OwnerSessions(
+            NOWHERE,
+            slot=lambda gave_up: budget.slot("db", (stop, gave_up), lambda: None),
+            clock=clock,
+        )
+        run = asyncio.ensure_future(owners.run(ATTEMPT, _began))
+        took = await clock.run_until(run.done, 60, step=1.0)
+        return run.result(), took
+
+    outcome, took = asyncio.run(go())
+    # the default 30 s of the fake clock, not of the wall's
+    assert not outcome.ok and outcome.sqlstate == "53300" and "30 s" in outcome.error
+    assert took == 30
+
+
 def test_a_stop_while_waiting_says_so() -> None:
     async def go() -> Any:
         budget = ConnectionBudget(limit=2)
@@ -79,16 +102,6 @@ def test_a_stop_while_waiting_says_so() -> None:
 
     outcome = asyncio.run(go())
     assert not outcome.ok and outcome.error == "not run: the runner was stopping"
-
-
-class FakeClock:
-    """A clock that moves only when told."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class FakeCursor:
@@ -108,6 +121,10 @@ class FakeSession:
     def __init__(self, clock: FakeClock, login: str, takes: float) -> None:
         self.clock, self.login, self.takes = clock, login, takes
         self.sent: list[str] = []
+        self.cancelled = 0
+
+    async def cancel_safe(self, timeout: float) -> None:
+        self.cancelled += 1
 
     async def execute(self, statement: str, params: Any = None) -> FakeCursor:
         if "session_user" in statement:
@@ -115,7 +132,7 @@ class FakeSession:
         if "set_config" in statement:
             return FakeCursor("SELECT 1", 1, None)
         self.sent.append(statement)
-        self.clock.now += self.takes
+        await self.clock.advance(self.takes)
         return FakeCursor("INSERT 0 1", 1, None)
 
 
@@ -130,7 +147,7 @@ def _in_session(session: FakeSession, attempt: Attempt, clock: FakeClock) -> Any
     async def note(pid: int, login: str) -> None:
         began.append((pid, login))
 
-    deadline = clock() + attempt.timeout_ms / 1000
+    deadline = clock.now() + attempt.timeout_ms / 1000
     outcome = asyncio.run(owners._in_session(cast(Any, session), attempt, note, deadline))
     return outcome, began
 
@@ -139,8 +156,8 @@ def test_the_whole_run_has_one_time_limit_statement_after_statement() -> None:
     clock = FakeClock()
     session = FakeSession(clock, "reporting", takes=3.0)
     outcome, began = _in_session(session, _attempt(["s1", "s2", "s3"], 5000), clock)
-    # 3 s each against 5 s for the run: the third is never sent
-    assert session.sent == ["s1", "s2"]
+    # 3 s each against 5 s for the run: the second is cancelled at 5 s, the third never sent
+    assert session.sent == ["s1", "s2"] and session.cancelled == 1
     assert (outcome.ok, outcome.sqlstate) == (False, "57014")
     assert began == [(4242, "reporting")]
 
@@ -150,6 +167,7 @@ def test_rows_are_the_sum_of_what_the_statements_wrote() -> None:
     session = FakeSession(clock, "reporting", takes=0.1)
     outcome, _ = _in_session(session, _attempt(["s1", "s2", "s3"], 5000), clock)
     assert (outcome.ok, outcome.rows, session.sent) == (True, 3, ["s1", "s2", "s3"])
+    assert session.cancelled == 0
 
 
 def test_a_session_of_another_login_runs_nothing() -> None:
