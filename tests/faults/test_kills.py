@@ -97,7 +97,10 @@ def test_terminated_runner_connections_never_stop_a_runner(
         assert proc.stop() == 0
     verdict = audit(dsn)
     print(verdict.line(f"connection kills, 2 runners, {killed} sessions terminated in 20 s"))
-    verdict.assert_exact()
+    # A run killed three times in a row is recorded as failed by design (docs/security.md:
+    # a timer that terminates its own backend must not loop); on a loaded machine a run
+    # outlasts the 0.1-0.6 s between kills often enough for that to happen.
+    verdict.assert_exact(failed_only="the runner's session ended during this run 3 times in a row")
     assert not verdict.skipped
     assert killed >= 30
     assert all("event=worker_lost" in p.log() for p in procs)
