@@ -6,6 +6,7 @@ and show waiting_for_group meanwhile; a timer outside the group is not held up."
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -57,14 +58,14 @@ def test_a_group_with_max_running_1_never_runs_two_at_once(
 
     done = runs(conn, *group)
     # never two at once: each run starts after the one before it ended
-    for before, after in zip(done, done[1:], strict=False):
+    for before, after in itertools.pairwise(done):
         assert after["start"] >= before["end"] - MS, (before, after)
     # each of the three ran
     assert {r["timer"] for r in done} == set(group)
     # a run due while another ran waited for it to end: its lateness says so
     waited = [
         (before, after)
-        for before, after in zip(done, done[1:], strict=False)
+        for before, after in itertools.pairwise(done)
         if after["due_at"] < before["end"]
     ]
     assert waited, done
@@ -76,6 +77,4 @@ def test_a_group_with_max_running_1_never_runs_two_at_once(
     span = (done[0]["start"], done[-1]["end"])
     during = [f for f in free if span[0] <= f["start"] <= span[1]]
     assert len(during) >= 3, free
-    assert any(
-        r["start"] <= f["start"] <= r["end"] for f in during for r in done
-    ), (free, done)
+    assert any(r["start"] <= f["start"] <= r["end"] for f in during for r in done), (free, done)

@@ -123,7 +123,7 @@ def test_a_bad_group_name_or_an_autonomous_timer_in_a_group_is_refused_at_save(
 ) -> None:
     with pytest.raises(errors.InvalidParameterValue, match="bad run group name 'a b'"):
         save(conn, "a", "every 1h", "SELECT 1", run_group="a b")
-    with pytest.raises(errors.InvalidParameterValue, match="an autonomous timer cannot be in run group"):
+    with pytest.raises(errors.InvalidParameterValue, match="an autonomous timer cannot be in"):
         save(conn, "a", "every 1h", "VACUUM", autonomous=True, run_group="heavy")
     assert groups(conn) == []
     assert scalar(conn, "SELECT count(*) FROM timers.timers") == 0
@@ -155,9 +155,11 @@ def test_the_claim_of_a_full_groups_timer_raises_pgt02_and_passes_over_it_when_t
     assert scalar(other, "SELECT id FROM timers._claim_due('{}')") == ids["a"]
     with conn.transaction():
         # b is next: its group is full
-        with pytest.raises(psycopg.Error, match="run group 'g' is full") as raised:
-            with conn.transaction():
-                conn.execute("SELECT id FROM timers._claim_due('{}')")
+        with (
+            pytest.raises(psycopg.Error, match="run group 'g' is full") as raised,
+            conn.transaction(),
+        ):
+            conn.execute("SELECT id FROM timers._claim_due('{}')")
         assert raised.value.sqlstate == "PGT02"
         # told that g is full, the claim takes the next due timer
         assert scalar(conn, "SELECT id FROM timers._claim_due('{}', ARRAY['g'])") == ids["c"]
