@@ -134,6 +134,7 @@ BEGIN
   LOOP
     v_kind := NULL;
     v_timer := NULL;
+    v_group := NULL;
     -- Claim and run in one block (a subtransaction): a row locked by the transaction
     -- around a subtransaction that then updates it gets a MultiXact for its xmax, which
     -- keeps its dead index entries from being marked dead, so that every later claim
@@ -158,6 +159,7 @@ BEGIN
                 v_id := c.id;
                 v_at := c.due_at;
                 v_timeout := c.timeout;
+                v_group := c.run_group;
                 v_kind := CASE WHEN v_id IS NOT NULL THEN 'timer' END;
             END IF;
         END IF;
@@ -171,6 +173,7 @@ BEGIN
             v_id := c.id;
             v_timer := c.timer_id;
             v_timeout := c.timeout;
+            v_group := c.run_group;
             v_kind := CASE WHEN v_id IS NOT NULL THEN 'backfill' END;
         END IF;
         IF v_kind IS NULL THEN
@@ -192,6 +195,10 @@ BEGIN
             v_result := timers._run_backfill(v_id, p_runner);
         ELSE
             v_result := timers._keyed_fire(v_id, v_at, p_runner);
+        END IF;
+        IF v_group IS NOT NULL THEN
+            -- the run's slot frees with its commit: the group's waiting timers start then
+            v_nil := timers._group_freed(v_group);
         END IF;
     EXCEPTION
         WHEN SQLSTATE 'PGT02' THEN
@@ -248,7 +255,8 @@ $$;
 -- group is claimed with a slot of its group, or raises PGT02 (timers._group_claim: the
 -- caller claims again with that group in p_full).
 CREATE OR REPLACE FUNCTION timers._claim_due(
-    p_skip bigint[], p_full text[] DEFAULT '{}', OUT id bigint, OUT due_at timestamptz, OUT timeout interval)
+    p_skip bigint[], p_full text[] DEFAULT '{}', OUT id bigint, OUT due_at timestamptz, OUT timeout interval,
+    OUT run_group text)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     -- index scans whatever the statistics say (a table that grew since its last
@@ -257,10 +265,9 @@ CREATE OR REPLACE FUNCTION timers._claim_due(
     AS $$
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
-    v_group text;
 BEGIN
     SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout, t.run_group
-      INTO id, due_at, timeout, v_group
+      INTO id, due_at, timeout, run_group
       FROM timers.timers t
      WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority <> 0 AND t.priority > 0
        AND t.id <> ALL (p_skip)
@@ -270,13 +277,13 @@ BEGIN
      LIMIT 1
        FOR UPDATE SKIP LOCKED;
     IF FOUND THEN
-        IF v_group IS NOT NULL THEN
-            v_nil := timers._group_claim(v_group);
+        IF run_group IS NOT NULL THEN
+            v_nil := timers._group_claim(run_group);
         END IF;
         RETURN;
     END IF;
     SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout, t.run_group
-      INTO id, due_at, timeout, v_group
+      INTO id, due_at, timeout, run_group
       FROM timers.timers t
      WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority = 0 AND t.id <> ALL (p_skip)
        AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
@@ -285,13 +292,13 @@ BEGIN
      LIMIT 1
        FOR UPDATE SKIP LOCKED;
     IF FOUND THEN
-        IF v_group IS NOT NULL THEN
-            v_nil := timers._group_claim(v_group);
+        IF run_group IS NOT NULL THEN
+            v_nil := timers._group_claim(run_group);
         END IF;
         RETURN;
     END IF;
     SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout, t.run_group
-      INTO id, due_at, timeout, v_group
+      INTO id, due_at, timeout, run_group
       FROM timers.timers t
      WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority <> 0 AND t.priority < 0
        AND t.id <> ALL (p_skip)
@@ -301,13 +308,13 @@ BEGIN
      LIMIT 1
        FOR UPDATE SKIP LOCKED;
     IF FOUND THEN
-        IF v_group IS NOT NULL THEN
-            v_nil := timers._group_claim(v_group);
+        IF run_group IS NOT NULL THEN
+            v_nil := timers._group_claim(run_group);
         END IF;
         RETURN;
     END IF;
     SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout, t.run_group
-      INTO id, due_at, timeout, v_group
+      INTO id, due_at, timeout, run_group
       FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
      WHERE t.test_clock IS NOT NULL AND t.fire_at IS NOT NULL AND t.fire_at <= c.now
        AND t.id <> ALL (p_skip)
@@ -316,8 +323,8 @@ BEGIN
      ORDER BY t.priority DESC, t.fire_at, t.last_run_at NULLS FIRST, t.id
      LIMIT 1
        FOR UPDATE OF t SKIP LOCKED;
-    IF FOUND AND v_group IS NOT NULL THEN
-        v_nil := timers._group_claim(v_group);
+    IF FOUND AND run_group IS NOT NULL THEN
+        v_nil := timers._group_claim(run_group);
     END IF;
 END
 $$;
@@ -381,7 +388,8 @@ $$;
 -- with its timer's row: one due time at a time per timer, never beside its other runs;
 -- a run group's as timers._claim_due's (p_full: groups passed over).
 CREATE OR REPLACE FUNCTION timers._claim_backfill(
-    p_skip bigint[], p_full text[] DEFAULT '{}', OUT id bigint, OUT timer_id bigint, OUT timeout interval)
+    p_skip bigint[], p_full text[] DEFAULT '{}', OUT id bigint, OUT timer_id bigint, OUT timeout interval,
+    OUT run_group text)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     -- index scans whatever the statistics say (a table that grew since its last
@@ -390,17 +398,16 @@ CREATE OR REPLACE FUNCTION timers._claim_backfill(
     AS $$
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
-    v_group text;
 BEGIN
-    SELECT b.id, t.id, t.timeout, t.run_group INTO id, timer_id, timeout, v_group
+    SELECT b.id, t.id, t.timeout, t.run_group INTO id, timer_id, timeout, run_group
       FROM timers.backfill_jobs b JOIN timers.timers t ON t.id = b.timer_id
      WHERE b.state = 'running' AND t.id <> ALL (p_skip)
        AND (t.run_group IS NULL OR t.run_group <> ALL (p_full))
      ORDER BY b.id
      LIMIT 1
        FOR UPDATE OF b, t SKIP LOCKED;
-    IF FOUND AND v_group IS NOT NULL THEN
-        v_nil := timers._group_claim(v_group);
+    IF FOUND AND run_group IS NOT NULL THEN
+        v_nil := timers._group_claim(run_group);
     END IF;
 END
 $$;

@@ -97,6 +97,21 @@ BEGIN
 END
 $$;
 
+-- After a run of a timer of group p_group (the caller's transaction holds its slot):
+-- when others of the group are due, tell the runners (NOTIFY pgtimers, delivered with the
+-- commit that frees the slot), so that one of them starts at once.
+CREATE OR REPLACE FUNCTION timers._group_freed(p_group text) RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM timers.timers t
+                WHERE t.run_group = p_group AND t.fire_at <= now() AND t.test_clock IS NULL) THEN
+        PERFORM timers._notify('group_slot', NULL);
+    END IF;
+END
+$$;
+
 -- The body of timers.set_group: the group is made when it does not exist; its slot rows
 -- 1..p_max exist after (those above a lowered limit stay, unused: a run holding one ends
 -- as it would, and no new run takes one). Audited; runners are told (a raised limit lets
@@ -148,12 +163,14 @@ REVOKE ALL ON FUNCTION
     timers._ensure_group(text,boolean),
     timers._group_slot(text),
     timers._group_claim(text),
+    timers._group_freed(text),
     timers._set_group(name,text,integer),
     timers.set_group(text,integer)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._group_slot(text),
-    timers._group_claim(text)
+    timers._group_claim(text),
+    timers._group_freed(text)
     TO pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers.set_group(text,integer)

@@ -4,6 +4,7 @@ due timer, waiting_for_group, and run_group through export and apply."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import psycopg
@@ -215,3 +216,21 @@ def test_a_run_now_of_a_full_groups_timer_waits_for_a_slot(
 def _status_rows(conn: psycopg.Connection) -> list[dict[str, object]]:
     with conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
         return cur.execute("SELECT * FROM timers.status ORDER BY name").fetchall()
+
+
+def group_slot_notices(listener: psycopg.Connection) -> list[str]:
+    """The NOTIFY pgtimers events delivered to `listener` so far, of event group_slot."""
+    events = [json.loads(n.payload)["event"] for n in listener.notifies(timeout=0.5)]
+    return [e for e in events if e == "group_slot"]
+
+
+def test_a_run_that_frees_a_slot_others_wait_for_tells_the_runners(
+    db: Database, conn: psycopg.Connection, three: None
+) -> None:
+    with db.connect() as listener:
+        listener.execute("LISTEN pgtimers")
+        assert scalar(conn, FIRE)["timer"] == "a"  # b, due, waits for a's slot
+        assert group_slot_notices(listener) == ["group_slot"]
+        assert scalar(conn, FIRE)["timer"] == "b"  # none of g waits now
+        assert scalar(conn, FIRE)["timer"] == "c"  # in no group
+        assert group_slot_notices(listener) == []
