@@ -57,8 +57,10 @@ $$;
 
 -- Lock a free slot of group p_group for the rest of the transaction (FOR UPDATE SKIP
 -- LOCKED: a slot held by another run is passed over); false when all its slots 1..
--- max_running are held. A transaction holds one slot at most: the run's claim took it
--- (pgtimers.run_group, for the transaction, names its group), the run itself asks again.
+-- max_running are held. A transaction holds one slot at most: the run's claim took it,
+-- the run itself asks again. pgtimers.run_group, for the transaction, says which group's
+-- slot it holds, with the transaction's id: a value a run's SQL left in the session
+-- (timers._session_reset resets it anyway) names another transaction, and takes no slot.
 CREATE OR REPLACE FUNCTION timers._group_slot(p_group text) RETURNS boolean
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -66,7 +68,8 @@ CREATE OR REPLACE FUNCTION timers._group_slot(p_group text) RETURNS boolean
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM)
 BEGIN
-    IF current_setting('pgtimers.run_group', true) = p_group THEN
+    -- (no id yet: no slot yet; asking for one would make a transaction that only looks write)
+    IF current_setting('pgtimers.run_group', true) = p_group || ' ' || pg_current_xact_id_if_assigned() THEN
         RETURN true;
     END IF;
     PERFORM 1 FROM timers.run_group_slots s JOIN timers.run_groups g ON g.name = s.run_group
@@ -77,7 +80,8 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    v_nil := set_config('pgtimers.run_group', p_group, true);
+    -- (the slot's row lock gave the transaction its id)
+    v_nil := set_config('pgtimers.run_group', p_group || ' ' || pg_current_xact_id(), true);
     RETURN true;
 END
 $$;

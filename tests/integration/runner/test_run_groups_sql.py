@@ -234,3 +234,18 @@ def test_a_run_that_frees_a_slot_others_wait_for_tells_the_runners(
         assert scalar(conn, FIRE)["timer"] == "b"  # none of g waits now
         assert scalar(conn, FIRE)["timer"] == "c"  # in no group
         assert group_slot_notices(listener) == []
+
+
+def test_a_group_setting_left_in_the_session_takes_no_slot(
+    conn: psycopg.Connection, other: psycopg.Connection, three: None
+) -> None:
+    """A session-level pgtimers.run_group (the group, or with the id of a transaction gone
+    by) does not pass for a slot in a later transaction. (A runner's session never keeps
+    one: timers._session_reset resets every setting a run's SQL made before its commit.)"""
+    scalar(other, "SELECT id FROM timers._claim_due('{}')")  # a holds g's slot
+    xid = scalar(conn, "SELECT pg_current_xact_id()::text")
+    for value in ("g", f"g {xid}"):
+        conn.execute("SELECT set_config('pgtimers.run_group', %s, false)", [value])
+        assert scalar(conn, "SELECT timers._group_slot('g')") is False
+    assert scalar(conn, FIRE)["timer"] == "c"
+    assert scalar(conn, FIRE) is None
