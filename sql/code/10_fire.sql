@@ -204,6 +204,11 @@ BEGIN
         WHEN SQLSTATE 'PGT02' THEN
             -- its run group is full: claim again, past that group's timers
             GET STACKED DIAGNOSTICS v_group = PG_EXCEPTION_DETAIL;
+            IF v_group = ANY (v_full) THEN
+                -- (never: the claims pass over the groups in v_full) no loop, whatever
+                RETURN jsonb_build_object('failed', 'claim', 'id', coalesce(v_id, 0), 'sqlstate', 'PGT02',
+                                          'error', format('run group %s claimed again', v_group));
+            END IF;
             v_full := v_full || v_group;
             CONTINUE;
         WHEN OTHERS THEN
