@@ -1,7 +1,8 @@
 """Run groups on real runners (issue 34): three timers of a group with max_running 1, each
 sleeping 1 s every second, served by two runners with workers to spare, never run two at
 once (measured from timers.runs' start and end); those that waited are late by as long,
-and show waiting_for_group meanwhile; a timer outside the group is not held up."""
+and show waiting_for_group meanwhile; a due time whose next came first is skipped as late;
+a timer outside the group is not held up."""
 
 from __future__ import annotations
 
@@ -71,6 +72,15 @@ def test_a_group_with_max_running_1_never_runs_two_at_once(
     assert waited, done
     for before, after in waited:
         assert after["late_ms"] >= (before["end"] - after["due_at"]) / MS - 2, (before, after)
+
+    # three due every second, one run a second at most: the due times whose next came
+    # first were skipped by the late rule
+    skipped = conn.execute(
+        "SELECT count(*) FROM timers.runs WHERE timer = ANY (%s) AND kind = 'skipped'"
+        " AND reason LIKE 'late: the next due time had come before a run could start%%'",
+        [list(group)],
+    ).fetchone()
+    assert skipped is not None and skipped[0] > 0
 
     # the timer outside the group ran meanwhile, also while a run of the group went on
     free = runs(conn, "free")
