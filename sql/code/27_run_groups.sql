@@ -68,7 +68,7 @@ CREATE OR REPLACE FUNCTION timers._group_slot(p_group text) RETURNS boolean
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM)
 BEGIN
-    -- (no id yet: no slot yet; asking for one would make a transaction that only looks write)
+    -- (no id yet: no slot yet; pg_current_xact_id() here would give a look an id to commit)
     IF current_setting('pgtimers.run_group', true) = p_group || ' ' || pg_current_xact_id_if_assigned() THEN
         RETURN true;
     END IF;
