@@ -2,7 +2,7 @@
 sleeping 1 s every second, served by two runners with workers to spare, never run two at
 once (measured from timers.runs' start and end); those that waited are late by as long,
 and show waiting_for_group meanwhile; a due time whose next came first is skipped as late;
-a timer outside the group is not held up."""
+a timer outside the group is not held up. A runner killed mid-run frees its slot."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from tests.integration.runner.conftest import save
+from tests.integration.runner.conftest import save, status
 from tests.support.runner import RunnerProcess
 from tests.support.wait import wait_until
 
@@ -88,3 +88,32 @@ def test_a_group_with_max_running_1_never_runs_two_at_once(
     during = [f for f in free if span[0] <= f["start"] <= span[1]]
     assert len(during) >= 3, free
     assert any(r["start"] <= f["start"] <= r["end"] for f in during for r in done), (free, done)
+
+
+def test_a_runner_killed_mid_run_frees_its_groups_slot(
+    conn: psycopg.Connection, start_runner: StartRunner
+) -> None:
+    # hog's first run would hold the group's slot for 10 minutes; its redo takes none
+    conn.execute("CREATE SEQUENCE hog_runs")
+    hog = "SELECT pg_sleep(CASE WHEN nextval('hog_runs') = 1 THEN 600 ELSE 0 END)"
+    save(conn, "hog", "every 1h", hog, run_group="g")
+    save(conn, "next", "every 1h", "SELECT 1", run_group="g")
+    first = start_runner()
+    conn.execute(
+        "UPDATE timers.timers SET next_due_at = date_trunc('milliseconds', now())"
+        " WHERE name = 'hog'"
+    )
+    conn.execute("NOTIFY pgtimers")
+    wait_until(lambda: status(conn, "hog")["running"], what=first.log)
+    conn.execute(
+        "UPDATE timers.timers SET next_due_at = date_trunc('milliseconds', now())"
+        " WHERE name = 'next'"
+    )
+    wait_until(lambda: status(conn, "next")["waiting_for_group"], what=first.log)
+    first.kill()  # SIGKILL: its session ends (client_connection_check_interval), its slot frees
+    second = start_runner()
+    # long before hog's first run would have ended: both ran, one after the other
+    wait_until(lambda: status(conn, "next")["runs"] == 1, timeout=60, what=second.log)
+    wait_until(lambda: status(conn, "hog")["runs"] == 1, timeout=60, what=second.log)
+    assert status(conn, "next")["waiting_for_group"] is False
+    assert second.stop() == 0
