@@ -1,5 +1,6 @@
 """Run groups in the console, in a real browser: the list shows a timer's group, and
-"waiting for group" while it is due and its group's max_running timers are running."""
+"waiting for group" while it is due and its group's max_running timers are running; the
+timer's page says its group, and that it waits."""
 
 from __future__ import annotations
 
@@ -40,4 +41,7 @@ def test_the_list_shows_the_group_and_the_wait(
         alone = page.locator('#timers tr[data-name="alone"]')
         assert alone.locator(".badge.group").count() == 0
         shot(page, "1-waiting")
+        waiting.locator("a.timer-link").click()
+        page.locator("#timer-run-group", has_text="heavy · waiting: the group is full").wait_for()
+        shot(page, "2-timer-page")
         run.rollback()
