@@ -166,6 +166,14 @@ OPTIONS: tuple[Option, ...] = (
         console=True,
     ),
     Option(
+        "run_group",
+        "text",
+        None,
+        "the run group it belongs to: at most the group's max_running of its timers run at"
+        " once (made with max_running 1 if new; timers.set_group changes it)",
+        group=POLICIES,
+    ),
+    Option(
         "catch_up_window",
         "interval",
         None,

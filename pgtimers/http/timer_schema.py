@@ -79,6 +79,11 @@ TIMER_FIELDS: dict[str, dict[str, Any]] = {
     "managed_by": nullable(
         dict(STR, description="the file set (timers.apply) that declares it; null: saved by hand")
     ),
+    "run_group": nullable(dict(STR, description="its run group (timers.set_group); null: none")),
+    "waiting_for_group": dict(
+        BOOL,
+        description="due, and its run group's max_running timers are running: it waits",
+    ),
 }
 
 # a value of each kind of option in the body of POST /api/timers (body.py reads them)

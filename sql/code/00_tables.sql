@@ -52,6 +52,10 @@ GRANT SELECT ON timers.backfill_jobs TO pgtimers_reader;
 GRANT SELECT, DELETE ON timers.backfill_jobs TO pgtimers_runner;
 GRANT UPDATE (done, failed, state, next_at, ended_at, note)
     ON timers.backfill_jobs TO pgtimers_runner;
+GRANT SELECT ON timers.run_groups TO pgtimers_reader;
+GRANT SELECT ON timers.run_groups TO pgtimers_runner;
+-- (a run locks a slot row FOR UPDATE, which needs UPDATE; it never changes one)
+GRANT SELECT, UPDATE (slot) ON timers.run_group_slots TO pgtimers_runner;
 GRANT SELECT ON timers.events TO pgtimers_reader;
 GRANT SELECT, INSERT, DELETE ON timers.events TO pgtimers_runner;
 -- (the runner adds what a run said, which reaches it after the run's commit)
@@ -114,6 +118,12 @@ COMMENT ON COLUMN timers.keyed_timers.executor IS
     'The function of schema timers_exec the keyed timer''s SQL runs in: its owner is the role it runs as.';
 COMMENT ON TABLE timers.backfill_jobs IS
     'One row per timers.backfill call (read view timers.backfills): the due times from_at <= d < to_at of a timer, run oldest first; next_at is the next one to run.';
+COMMENT ON TABLE timers.run_groups IS
+    'Run groups: at most max_running timers of a group run at once, across all runners (timers.set_group; timers.save(..., run_group => name) makes one with max_running 1).';
+COMMENT ON TABLE timers.run_group_slots IS
+    'Slots 1..max_running of each run group: a run of a timer of the group locks one (FOR UPDATE SKIP LOCKED) in its own transaction, so it frees when the run ends.';
+COMMENT ON COLUMN timers.timers.run_group IS
+    'The run group it belongs to (NULL: none): it runs only while a slot of the group is free.';
 COMMENT ON COLUMN timers.timers.fire_at IS
     'When a runner acts on the timer next: a failed run''s retry (retry_at), else next_due_at moved by its jitter (an offset in [0, jitter) that depends only on the timer and the due time).';
 COMMENT ON COLUMN timers.timers.fail_streak IS

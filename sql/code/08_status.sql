@@ -77,13 +77,27 @@ SELECT
     -- when a run last committed successfully (0: never)
     coalesce((extract(epoch FROM t.last_success_at) * 1000)::bigint, 0) AS last_success_ms,
     -- the file set (timers.apply) that declares it; NULL: saved by hand
-    t.managed_by
+    t.managed_by,
+    -- the run group it belongs to (NULL: none; timers.set_group)
+    t.run_group,
+    -- due, not running, and its group's max_running timers are running: it waits for one
+    -- of them to end (a run holds the timer's row lock and a slot of its group till commit)
+    CASE WHEN t.run_group IS NULL
+              OR NOT coalesce(t.fire_at <= coalesce(timers._now(t.test_clock), now()), false)
+         THEN false
+         ELSE (SELECT coalesce(bool_and(x.id <> t.id), true)
+                      AND count(*) >= (SELECT g.max_running FROM timers.run_groups g WHERE g.name = t.run_group)
+                 FROM timers.timers x
+                WHERE x.run_group = t.run_group AND x.xmax <> '0'::xid AND EXISTS (
+                      SELECT 1 FROM pg_locks l
+                       WHERE l.locktype = 'transactionid' AND l.transactionid = x.xmax AND l.granted
+                         AND l.pid <> pg_backend_pid())) END AS waiting_for_group
 FROM timers.timers t
 -- deleted while running: gone already
 WHERE NOT EXISTS (SELECT 1 FROM timers.pending_changes pc WHERE pc.timer_id = t.id AND pc.action = 'delete');
 
 COMMENT ON VIEW timers.status IS
-    'One row per timer: the fields of GET /api/timers (to_jsonb(row) is the HTTP body), plus timezone, catch_up, start_at, end_at, max_runs, expired, locked and the run policies retries, retry_delay, pause_after, jitter, priority, paused_ms (turned off by pause_after), catch_up_window, autonomous (the SQL runs outside one transaction, as its owner), deadline, deadline_missed_ms and deadline_missed (due times with no successful commit within the deadline), history (all or failures), last_success_ms, and managed_by (the file set of timers.apply that declares it).';
+    'One row per timer: the fields of GET /api/timers (to_jsonb(row) is the HTTP body), plus timezone, catch_up, start_at, end_at, max_runs, expired, locked and the run policies retries, retry_delay, pause_after, jitter, priority, paused_ms (turned off by pause_after), catch_up_window, autonomous (the SQL runs outside one transaction, as its owner), deadline, deadline_missed_ms and deadline_missed (due times with no successful commit within the deadline), history (all or failures), last_success_ms, managed_by (the file set of timers.apply that declares it), run_group and waiting_for_group (due, and its run group''s max_running timers are running).';
 
 -- VOLATILE on purpose: it must see the row the same statement has just written.
 CREATE OR REPLACE FUNCTION timers._status(p_name text) RETURNS timers.status

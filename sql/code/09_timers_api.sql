@@ -195,7 +195,7 @@ $$;
 
 -- A timer's definition from jsonb: name, schedule and sql, and the options of
 -- timers.save (enabled, timezone, catch_up, start_at, end_at, max_runs, timeout,
--- locked, test_clock, retries, retry_delay, pause_after, jitter, priority,
+-- locked, test_clock, retries, retry_delay, pause_after, jitter, priority, run_group,
 -- catch_up_window, autonomous, deadline, history); 22023
 -- naming an unknown key or a value of the wrong type. A JSON null is the default,
 -- except for enabled, locked and autonomous (22004).
@@ -205,7 +205,8 @@ CREATE OR REPLACE FUNCTION timers._timer_args(
     OUT catch_up text, OUT start_at timestamptz, OUT end_at timestamptz, OUT max_runs bigint,
     OUT timeout interval, OUT locked boolean, OUT test_clock text, OUT retries integer,
     OUT retry_delay interval, OUT pause_after integer, OUT jitter interval, OUT priority integer,
-    OUT catch_up_window interval, OUT autonomous boolean, OUT deadline interval, OUT history text)
+    OUT run_group text, OUT catch_up_window interval, OUT autonomous boolean, OUT deadline interval,
+    OUT history text)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -213,7 +214,7 @@ DECLARE
     c_keys constant text[] := ARRAY['name', 'schedule', 'sql', 'enabled', 'timezone', 'catch_up',
                                     'start_at', 'end_at', 'max_runs', 'timeout', 'locked', 'test_clock',
                                     'retries', 'retry_delay', 'pause_after', 'jitter', 'priority',
-                                    'catch_up_window', 'autonomous', 'deadline', 'history'];
+                                    'run_group', 'catch_up_window', 'autonomous', 'deadline', 'history'];
     v_key text;
     v_value text;
 BEGIN
@@ -238,6 +239,7 @@ BEGIN
     catch_up := p_timer->>'catch_up';
     test_clock := p_timer->>'test_clock';
     history := coalesce(p_timer->>'history', 'all');
+    run_group := p_timer->>'run_group';
     -- All casts in one block (one subtransaction, not one per option); only a bad
     -- value pays for finding which option it is.
     BEGIN
@@ -315,6 +317,8 @@ BEGIN
     PERFORM timers._check_policies(a.retries, a.retry_delay, a.pause_after, a.jitter, a.priority);
     PERFORM timers._check_deadline(a.deadline);
     PERFORM timers._check_history(a.history);
+    -- (made with max_running 1 when it does not exist yet: timers.set_group changes it)
+    PERFORM timers._ensure_group(a.run_group, a.autonomous);
     IF a.autonomous AND a.test_clock IS NOT NULL THEN
         RAISE EXCEPTION 'a timer cannot be both autonomous and on test clock %: a test clock''s timers run inside the transaction that advances it',
             timers._quoted(a.test_clock)
@@ -353,12 +357,12 @@ BEGIN
                                     end_at, max_runs, timeout, locked, test_clock, owner, executor, zone,
                                     next_due_at, expired, retries, retry_delay, pause_after, jitter,
                                     priority, catch_up_window, origin_at, autonomous, deadline, history,
-                                    managed_by)
+                                    managed_by, run_group)
     VALUES (a.name, v_spec->>'schedule', v_spec, a.sql, a.enabled, v_zone, a.catch_up, a.start_at,
             a.end_at, a.max_runs, a.timeout, a.locked, a.test_clock, p_owner, p_executor,
             v_row.zone, v_next, v_next IS NULL AND a.enabled, a.retries, a.retry_delay, a.pause_after,
             nullif(a.jitter, interval '0'), a.priority, a.catch_up_window, v_now, a.autonomous,
-            a.deadline, a.history, p_managed_by)
+            a.deadline, a.history, p_managed_by, a.run_group)
     ON CONFLICT ((lower(name))) DO UPDATE
         SET name = EXCLUDED.name, schedule = EXCLUDED.schedule, spec = EXCLUDED.spec,
             sql = EXCLUDED.sql, enabled = EXCLUDED.enabled, timezone = EXCLUDED.timezone,
@@ -371,6 +375,7 @@ BEGIN
             pause_after = EXCLUDED.pause_after, jitter = EXCLUDED.jitter, priority = EXCLUDED.priority,
             catch_up_window = EXCLUDED.catch_up_window, autonomous = EXCLUDED.autonomous,
             deadline = EXCLUDED.deadline, history = EXCLUDED.history, managed_by = EXCLUDED.managed_by,
+            run_group = EXCLUDED.run_group,
             -- the new definition's due times are its own: none of them is settled yet
             deadline_due_at = NULL,
             -- the timer keeps its origin, unless it moves to another clock
@@ -392,7 +397,7 @@ BEGIN
         'test_clock', a.test_clock, 'retries', a.retries, 'retry_delay', a.retry_delay,
         'pause_after', a.pause_after, 'jitter', nullif(a.jitter, interval '0'), 'priority', a.priority,
         'catch_up_window', a.catch_up_window, 'autonomous', a.autonomous, 'deadline', a.deadline,
-        'history', a.history));
+        'history', a.history) || jsonb_strip_nulls(jsonb_build_object('run_group', a.run_group)));
     RETURN v_row.name;
 END
 $$;
@@ -461,7 +466,8 @@ CREATE OR REPLACE FUNCTION timers.save(
     start_at timestamptz DEFAULT NULL, end_at timestamptz DEFAULT NULL, max_runs bigint DEFAULT NULL,
     timeout interval DEFAULT NULL, locked boolean DEFAULT false, test_clock text DEFAULT NULL,
     retries integer DEFAULT 0, retry_delay interval DEFAULT '30 seconds', pause_after integer DEFAULT NULL,
-    jitter interval DEFAULT NULL, priority integer DEFAULT 0, catch_up_window interval DEFAULT NULL,
+    jitter interval DEFAULT NULL, priority integer DEFAULT 0, run_group text DEFAULT NULL,
+    catch_up_window interval DEFAULT NULL,
     autonomous boolean DEFAULT false, deadline interval DEFAULT NULL, history text DEFAULT 'all')
     RETURNS timers.status
     LANGUAGE plpgsql
@@ -489,7 +495,8 @@ BEGIN
         'end_at', save.end_at, 'max_runs', save.max_runs, 'timeout', save.timeout,
         'locked', save.locked, 'test_clock', save.test_clock, 'retries', save.retries,
         'retry_delay', save.retry_delay, 'pause_after', save.pause_after, 'jitter', save.jitter,
-        'priority', save.priority, 'catch_up_window', save.catch_up_window,
+        'priority', save.priority, 'run_group', save.run_group,
+        'catch_up_window', save.catch_up_window,
         'autonomous', save.autonomous, 'deadline', save.deadline,
         'history', coalesce(save.history, 'all'))))[1]);
 EXCEPTION WHEN OTHERS THEN
@@ -586,8 +593,8 @@ $$;
 COMMENT ON FUNCTION timers.save_many(jsonb) IS
     'Save many timers in one call, all or none: a JSON array of {name, schedule, sql, ...options of timers.save}. Returns how many. Needs pgtimers_admin.';
 
-COMMENT ON FUNCTION timers.save(text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text, integer, interval, integer, interval, integer, interval, boolean, interval, text) IS
-    'Create or replace a timer; it runs as the role in effect now. Options: retries, retry_delay, pause_after, jitter, priority, catch_up_window, autonomous, deadline, history (docs/running.md). Returns its timers.status row. Needs pgtimers_admin.';
+COMMENT ON FUNCTION timers.save(text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text, integer, interval, integer, interval, integer, text, interval, boolean, interval, text) IS
+    'Create or replace a timer; it runs as the role in effect now. Options: retries, retry_delay, pause_after, jitter, priority, run_group, catch_up_window, autonomous, deadline, history (docs/running.md). Returns its timers.status row. Needs pgtimers_admin.';
 
 -- The body of timers.enable; on a running timer the change waits for its run's end.
 CREATE OR REPLACE FUNCTION timers._set_enabled(p_actor name, p_name text, p_enabled boolean) RETURNS text
@@ -950,7 +957,7 @@ REVOKE ALL ON FUNCTION
     timers._check_jitter(interval,timers.timers,timestamp with time zone),
     timers._require_calendar(jsonb),
     timers._save(name,jsonb),
-    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean,interval,text),
+    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,text,interval,boolean,interval,text),
     timers.save_json(jsonb),
     timers._set_enabled(name,text,boolean),
     timers.enable(text,boolean),
@@ -977,7 +984,7 @@ GRANT EXECUTE ON FUNCTION
     timers._check_history(text),
     timers._check_jitter(interval,timers.timers,timestamp with time zone),
     timers._require_calendar(jsonb),
-    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean,interval,text),
+    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,text,interval,boolean,interval,text),
     timers.save_json(jsonb),
     timers.save_many(jsonb),
     timers.enable(text,boolean),

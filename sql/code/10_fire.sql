@@ -126,27 +126,40 @@ DECLARE
     v_timeout interval;
     v_timeout_ms bigint;
     v_result jsonb;
+    v_group text;
+    v_full text[] := '{}';  -- run groups found full by this fire's claims
 BEGIN
+  -- a claim that finds its timer's run group full (PGT02, timers._group_claim) is rolled
+  -- back with the block, and the next claim passes over that group's timers
+  LOOP
+    v_kind := NULL;
+    v_timer := NULL;
+    v_group := NULL;
     -- Claim and run in one block (a subtransaction): a row locked by the transaction
     -- around a subtransaction that then updates it gets a MultiXact for its xmax, which
     -- keeps its dead index entries from being marked dead, so that every later claim
     -- walks them again (0.4 ms a claim after a few thousand fires).
     BEGIN
         IF NOT p_keyed_only THEN
-            SELECT q.id, t.timeout INTO v_id, v_timeout
+            SELECT q.id, t.timeout, t.run_group INTO v_id, v_timeout, v_group
               FROM timers.run_requests q LEFT JOIN timers.timers t ON t.id = q.timer_id
              WHERE q.finished_at IS NULL AND q.requested_at > now() - interval '5 minutes'
                -- an autonomous run of the timer under way: the request waits for it
                AND NOT EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = q.timer_id)
+               AND (t.run_group IS NULL OR t.run_group <> ALL (v_full))
              ORDER BY q.id
              LIMIT 1
                FOR UPDATE OF q SKIP LOCKED;
             v_kind := CASE WHEN FOUND THEN 'request' END;
+            IF v_group IS NOT NULL AND v_kind IS NOT NULL THEN
+                v_nil := timers._group_claim(v_group);
+            END IF;
             IF v_kind IS NULL THEN
-                c := timers._claim_due(p_skip);
+                c := timers._claim_due(p_skip, v_full);
                 v_id := c.id;
                 v_at := c.due_at;
                 v_timeout := c.timeout;
+                v_group := c.run_group;
                 v_kind := CASE WHEN v_id IS NOT NULL THEN 'timer' END;
             END IF;
         END IF;
@@ -156,10 +169,11 @@ BEGIN
         END IF;
         IF v_kind IS NULL AND NOT p_keyed_only THEN
             -- last: a backfill's next due time (never before what is due now)
-            c := timers._claim_backfill(p_skip);
+            c := timers._claim_backfill(p_skip, v_full);
             v_id := c.id;
             v_timer := c.timer_id;
             v_timeout := c.timeout;
+            v_group := c.run_group;
             v_kind := CASE WHEN v_id IS NOT NULL THEN 'backfill' END;
         END IF;
         IF v_kind IS NULL THEN
@@ -182,13 +196,29 @@ BEGIN
         ELSE
             v_result := timers._keyed_fire(v_id, v_at, p_runner);
         END IF;
-    EXCEPTION WHEN OTHERS THEN
-        -- the run's own machinery failed (not its SQL, whose errors are recorded): say
-        -- which, so that the runner leaves it alone for a while instead of a hot loop
-        RETURN jsonb_build_object('failed', coalesce(v_kind, 'claim'), 'id', coalesce(v_timer, v_id),
-                                  'sqlstate', SQLSTATE, 'error', timers._cut(SQLERRM));
+        IF v_group IS NOT NULL THEN
+            -- the run's slot frees with its commit: the group's waiting timers start then
+            v_nil := timers._group_freed(v_group);
+        END IF;
+    EXCEPTION
+        WHEN SQLSTATE 'PGT02' THEN
+            -- its run group is full: claim again, past that group's timers
+            GET STACKED DIAGNOSTICS v_group = PG_EXCEPTION_DETAIL;
+            IF v_group = ANY (v_full) THEN
+                -- (never: the claims pass over the groups in v_full) no loop, whatever
+                RETURN jsonb_build_object('failed', 'claim', 'id', coalesce(v_id, 0), 'sqlstate', 'PGT02',
+                                          'error', format('run group %s claimed again', v_group));
+            END IF;
+            v_full := v_full || v_group;
+            CONTINUE;
+        WHEN OTHERS THEN
+            -- the run's own machinery failed (not its SQL, whose errors are recorded): say
+            -- which, so that the runner leaves it alone for a while instead of a hot loop
+            RETURN jsonb_build_object('failed', coalesce(v_kind, 'claim'), 'id', coalesce(v_timer, v_id),
+                                      'sqlstate', SQLSTATE, 'error', timers._cut(SQLERRM));
     END;
     RETURN coalesce(v_result, '{}');
+  END LOOP;
 END
 $$;
 
@@ -226,56 +256,81 @@ $$;
 -- same fire time as those that ran, and would lose to the same lower ids each time.
 -- due_at is the due time its run runs (a retry's, else the next). Each step reads one
 -- index: timers with a priority (rare) have timers_due_ranked, the rest timers_due (in
--- this order, no sort).
+-- this order, no sort). A timer of a run group in p_full is passed over; one of another
+-- group is claimed with a slot of its group, or raises PGT02 (timers._group_claim: the
+-- caller claims again with that group in p_full).
 CREATE OR REPLACE FUNCTION timers._claim_due(
-    p_skip bigint[], OUT id bigint, OUT due_at timestamptz, OUT timeout interval)
+    p_skip bigint[], p_full text[] DEFAULT '{}', OUT id bigint, OUT due_at timestamptz, OUT timeout interval,
+    OUT run_group text)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     -- index scans whatever the statistics say (a table that grew since its last
     -- ANALYZE must not make every claim a scan and sort of all that is due; no JIT)
     SET enable_seqscan = off SET enable_bitmapscan = off SET jit = off
     AS $$
+DECLARE
+    v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
 BEGIN
-    SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout INTO id, due_at, timeout
+    SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout, t.run_group
+      INTO id, due_at, timeout, run_group
       FROM timers.timers t
      WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority <> 0 AND t.priority > 0
        AND t.id <> ALL (p_skip)
        AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
+       AND (t.run_group IS NULL OR t.run_group <> ALL (p_full))
      ORDER BY t.priority DESC, t.fire_at, t.last_run_at NULLS FIRST, t.id
      LIMIT 1
        FOR UPDATE SKIP LOCKED;
     IF FOUND THEN
+        IF run_group IS NOT NULL THEN
+            v_nil := timers._group_claim(run_group);
+        END IF;
         RETURN;
     END IF;
-    SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout INTO id, due_at, timeout
+    SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout, t.run_group
+      INTO id, due_at, timeout, run_group
       FROM timers.timers t
      WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority = 0 AND t.id <> ALL (p_skip)
        AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
+       AND (t.run_group IS NULL OR t.run_group <> ALL (p_full))
      ORDER BY t.fire_at, t.last_run_at NULLS FIRST, t.id
      LIMIT 1
        FOR UPDATE SKIP LOCKED;
     IF FOUND THEN
+        IF run_group IS NOT NULL THEN
+            v_nil := timers._group_claim(run_group);
+        END IF;
         RETURN;
     END IF;
-    SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout INTO id, due_at, timeout
+    SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout, t.run_group
+      INTO id, due_at, timeout, run_group
       FROM timers.timers t
      WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority <> 0 AND t.priority < 0
        AND t.id <> ALL (p_skip)
        AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
+       AND (t.run_group IS NULL OR t.run_group <> ALL (p_full))
      ORDER BY t.priority DESC, t.fire_at, t.last_run_at NULLS FIRST, t.id
      LIMIT 1
        FOR UPDATE SKIP LOCKED;
     IF FOUND THEN
+        IF run_group IS NOT NULL THEN
+            v_nil := timers._group_claim(run_group);
+        END IF;
         RETURN;
     END IF;
-    SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout INTO id, due_at, timeout
+    SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout, t.run_group
+      INTO id, due_at, timeout, run_group
       FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
      WHERE t.test_clock IS NOT NULL AND t.fire_at IS NOT NULL AND t.fire_at <= c.now
        AND t.id <> ALL (p_skip)
        AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
+       AND (t.run_group IS NULL OR t.run_group <> ALL (p_full))
      ORDER BY t.priority DESC, t.fire_at, t.last_run_at NULLS FIRST, t.id
      LIMIT 1
        FOR UPDATE OF t SKIP LOCKED;
+    IF FOUND AND run_group IS NOT NULL THEN
+        v_nil := timers._group_claim(run_group);
+    END IF;
 END
 $$;
 
@@ -335,22 +390,30 @@ END
 $$;
 
 -- Claim (lock, SKIP LOCKED) the oldest running backfill whose timer is not running now,
--- with its timer's row: one due time at a time per timer, never beside its other runs.
+-- with its timer's row: one due time at a time per timer, never beside its other runs;
+-- a run group's as timers._claim_due's (p_full: groups passed over).
 CREATE OR REPLACE FUNCTION timers._claim_backfill(
-    p_skip bigint[], OUT id bigint, OUT timer_id bigint, OUT timeout interval)
+    p_skip bigint[], p_full text[] DEFAULT '{}', OUT id bigint, OUT timer_id bigint, OUT timeout interval,
+    OUT run_group text)
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     -- index scans whatever the statistics say (a table that grew since its last
     -- ANALYZE must not make every claim a scan and sort of all that is due; no JIT)
     SET enable_seqscan = off SET enable_bitmapscan = off SET jit = off
     AS $$
+DECLARE
+    v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
 BEGIN
-    SELECT b.id, t.id, t.timeout INTO id, timer_id, timeout
+    SELECT b.id, t.id, t.timeout, t.run_group INTO id, timer_id, timeout, run_group
       FROM timers.backfill_jobs b JOIN timers.timers t ON t.id = b.timer_id
      WHERE b.state = 'running' AND t.id <> ALL (p_skip)
+       AND (t.run_group IS NULL OR t.run_group <> ALL (p_full))
      ORDER BY b.id
      LIMIT 1
        FOR UPDATE OF b, t SKIP LOCKED;
+    IF FOUND AND run_group IS NOT NULL THEN
+        v_nil := timers._group_claim(run_group);
+    END IF;
 END
 $$;
 
@@ -413,6 +476,10 @@ BEGIN
     -- turned off or deleted while it ran: done now, and nothing runs
     IF EXISTS (SELECT 1 FROM timers.pending_changes c WHERE c.timer_id = t.id)
        AND timers._apply_pending(t.id) THEN
+        RETURN NULL;
+    END IF;
+    -- its run group full (a claim's slot freed before this run): it waits, still owed
+    IF t.run_group IS NOT NULL AND p_lost IS NULL AND NOT timers._group_slot(t.run_group) THEN
         RETURN NULL;
     END IF;
     IF t.retry_due_at = p_due THEN
@@ -588,6 +655,10 @@ BEGIN
        AND timers._apply_pending(t.id) THEN
         SELECT * INTO t FROM timers.timers WHERE id = q.timer_id;
     END IF;
+    -- its run group full (a claim's slot freed before this run): the request waits
+    IF t.run_group IS NOT NULL AND p_lost IS NULL AND NOT timers._group_slot(t.run_group) THEN
+        RETURN NULL;
+    END IF;
     IF t.id IS NULL THEN
         v_result := jsonb_build_object('name', q.timer, 'finished', true, 'ok', false,
             'error', 'the timer was deleted before it could run', 'took_ms', 0, 'rows', 0);
@@ -633,6 +704,10 @@ BEGIN
     END IF;
     SELECT * INTO t FROM timers.timers x WHERE x.id = b.timer_id FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    -- its run group full (a claim's slot freed before this run): the due time waits
+    IF t.run_group IS NOT NULL AND p_lost IS NULL AND NOT timers._group_slot(t.run_group) THEN
         RETURN NULL;
     END IF;
     -- not late: it runs when asked, so lateness counts from its start
@@ -1315,9 +1390,9 @@ REVOKE ALL ON FUNCTION
     timers._fire_kept(jsonb),
     timers._fire(text,bigint[],bigint[],boolean,bigint,text),
     timers._say_claimed(text,text,bigint,timestamp with time zone),
-    timers._claim_due(bigint[]),
+    timers._claim_due(bigint[],text[]),
     timers._keyed_claim(bigint[]),
-    timers._claim_backfill(bigint[]),
+    timers._claim_backfill(bigint[],text[]),
     timers._run_lost(text,bigint,timestamp with time zone,text,jsonb),
     timers._run_due(bigint,timestamp with time zone,text,jsonb),
     timers._run_retry(timers.timers,text,jsonb),
@@ -1346,9 +1421,9 @@ GRANT EXECUTE ON FUNCTION
     timers._fire_kept(jsonb),
     timers._fire(text,bigint[],bigint[],boolean,bigint,text),
     timers._say_claimed(text,text,bigint,timestamp with time zone),
-    timers._claim_due(bigint[]),
+    timers._claim_due(bigint[],text[]),
     timers._keyed_claim(bigint[]),
-    timers._claim_backfill(bigint[]),
+    timers._claim_backfill(bigint[],text[]),
     timers._run_lost(text,bigint,timestamp with time zone,text,jsonb),
     timers._run_due(bigint,timestamp with time zone,text,jsonb),
     timers._run_retry(timers.timers,text,jsonb),

@@ -19,7 +19,7 @@ BEGIN
         'max_runs', t.max_runs, 'timeout', t.timeout::text, 'locked', t.locked,
         'test_clock', t.test_clock, 'retries', t.retries, 'retry_delay', t.retry_delay::text,
         'pause_after', t.pause_after, 'jitter', t.jitter::text, 'priority', t.priority::integer,
-        'catch_up_window', t.catch_up_window::text, 'autonomous', t.autonomous,
+        'run_group', t.run_group, 'catch_up_window', t.catch_up_window::text, 'autonomous', t.autonomous,
         'deadline', t.deadline::text, 'history', t.history);
 END
 $$;
@@ -91,6 +91,7 @@ BEGIN
     n.pause_after := a.pause_after;
     n.jitter := nullif(a.jitter, interval '0');
     n.priority := a.priority;
+    n.run_group := a.run_group;
     n.catch_up_window := a.catch_up_window;
     n.autonomous := a.autonomous;
     n.deadline := a.deadline;

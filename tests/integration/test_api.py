@@ -56,6 +56,8 @@ STATUS_FIELDS = [
     "history",
     "last_success_ms",
     "managed_by",
+    "run_group",
+    "waiting_for_group",
 ]
 
 

@@ -92,8 +92,8 @@ def test_the_json_form_reads_the_same_options_with_the_same_defaults(
     assert str(refused.value.diag.message_primary).endswith("use " + ", ".join(KEYS))
 
 
-# a value other than the default for every option (test_clock and autonomous exclude
-# each other: two timers)
+# a value other than the default for every option (test_clock and run_group exclude
+# autonomous: two timers)
 SAMPLES: list[dict[str, Any]] = [
     {
         "enabled": False,
@@ -114,7 +114,8 @@ SAMPLES: list[dict[str, Any]] = [
         "deadline": "5 minutes",
         "history": "failures",
     },
-    {"test_clock": "clk"},
+    # (a run group is not for an autonomous timer)
+    {"test_clock": "clk", "run_group": "heavy"},
 ]
 _ROW = """
     SELECT to_jsonb(t) - ARRAY['id', 'name', 'created_at', 'updated_at', 'origin_at']

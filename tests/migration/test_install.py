@@ -334,12 +334,14 @@ PUBLIC_ROUTINES = {
     "resume(text)",
     "run(text,jsonb)",
     "save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,"
-    "bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean,interval,text)",
+    "bigint,interval,boolean,text,integer,interval,integer,interval,integer,text,interval,boolean,"
+    "interval,text)",
     "backfill(text,timestamp with time zone,timestamp with time zone)",
     "cancel_backfill(bigint)",
     "save_calendar(text,text,date,date)",
     "set_calendar_week(text,date,text)",
     "set_policy(text,interval,text)",
+    "set_group(text,integer)",
     "set_timezone(text)",
     "trading_days(text,date,date)",
     "unlock(text)",

@@ -201,6 +201,8 @@ RUNNER_UPDATES = {
     },
     "run_requests": {"finished_at", "result"},
     "locks": {"note"},
+    # a run locks a slot of its timer's run group FOR UPDATE, which needs UPDATE (never done)
+    "run_group_slots": {"slot"},
     "runners": {
         "application_name", "backend_pid", "host", "id", "os_pid", "parked_until", "seen_at",
         "started_at", "stopped_at", "version", "workers",

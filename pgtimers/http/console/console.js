@@ -126,6 +126,8 @@ function paused(t) {
 
 function nextRun(t, now) {
   if (t.running) return "running now";
+  // due, and its run group's max_running timers are running (timers.set_group)
+  if (t.waiting_for_group) return "waiting for group " + t.run_group;
   if (paused(t)) return "paused";
   if (!t.enabled) return "off";
   if (t.expired) return "expired";
@@ -163,6 +165,12 @@ function renderList() {
     tr.dataset.name = t.name;
     const name = el("td", null, "name");
     name.appendChild(timerLink(t.name, state.db));
+    if (t.run_group) {
+      // its run group: at most the group's max_running of its timers run at once
+      const group = el("span", "group " + t.run_group, "badge group");
+      group.title = "run group " + t.run_group + " (timers.set_group sets how many of its timers run at once)";
+      name.appendChild(group);
+    }
     tr.appendChild(name);
     tr.appendChild(el("td", t.schedule, "schedule"));
     tr.appendChild(el("td", nextRun(t, now), "next"));

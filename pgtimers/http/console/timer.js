@@ -35,6 +35,11 @@ function renderPolicies(box, t, when) {
   if (t.paused_ms) definition(box, "Paused", "since " + when(t.paused_ms) + ": turn it on to resume", "paused");
   definition(box, "Jitter", t.jitter ? "up to " + intervalText(t.jitter) + " after each due time" : "none");
   definition(box, "Priority", String(t.priority) + (t.priority ? "" : " (the default)")).id = "timer-priority";
+  // issue 34: at most the group's max_running of its timers run at once
+  if (t.run_group) {
+    definition(box, "Run group", t.run_group + (t.waiting_for_group ? " · waiting: the group is full" : ""))
+      .id = "timer-run-group";
+  }
 }
 
 function definition(list, term, value, cls) {

@@ -16,7 +16,7 @@ STATUS_FIELDS = [
     "start_at", "end_at", "max_runs", "expired", "locked", "retries", "retry_delay",
     "pause_after", "jitter", "priority", "paused_ms", "catch_up_window", "autonomous",
     "deadline", "deadline_missed_ms", "deadline_missed", "history", "last_success_ms",
-    "managed_by",
+    "managed_by", "run_group", "waiting_for_group",
 ]  # fmt: skip
 
 
