@@ -42,7 +42,8 @@ exit codes: 0 every job imported (or would be), 2 a job cannot be, or an error
 examples:
   pgtimers import-pg-cron --dsn postgresql://localhost/postgres
   pgtimers import-pg-cron --dsn postgresql://localhost/app \\
-      --cron-dsn postgresql://localhost/postgres --apply"""
+      --cron-dsn postgresql://localhost/postgres --apply
+  pgtimers import-pg-cron --dsn postgresql://localhost/postgres --apply --run-group from_pg_cron"""
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -53,6 +54,11 @@ def add_parser(sub: Subparsers) -> None:
         "--cron-dsn",
         metavar="DSN",
         help="the database where pg_cron keeps its jobs (default: the --dsn database)",
+    )
+    p.add_argument(
+        "--run-group",
+        metavar="NAME",
+        help="save every imported timer in this run group (not an autonomous one)",
     )
     p.add_argument("--apply", action="store_true", help="import (default: only show what would be)")
     p.add_argument("--json", action="store_true", help="one JSON object per job, in a list")
@@ -88,15 +94,16 @@ def read_jobs(cron_dsn: str) -> tuple[Any, str | None]:
 
 
 def import_jobs(
-    conn: psycopg.Connection, cron_dsn: str | None, apply: bool
+    conn: psycopg.Connection, cron_dsn: str | None, apply: bool, run_group: str | None = None
 ) -> list[dict[str, Any]]:
-    """The import's rows, one per job; with `apply` the timers are saved."""
+    """The import's rows, one per job; with `apply` the timers are saved (in `run_group`)."""
     if cron_dsn is None:
-        cursor = conn.execute(query("import_here"), {"dry_run": not apply})
+        params: dict[str, Any] = {"dry_run": not apply, "run_group": run_group}
+        cursor = conn.execute(query("import_here"), params)
     else:
         jobs, zone = read_jobs(cron_dsn)
         params = {"jobs": Jsonb(jobs), "dry_run": not apply, "timezone": zone}
-        cursor = conn.execute(query("import_jobs"), params)
+        cursor = conn.execute(query("import_jobs"), {**params, "run_group": run_group})
     return [dict(zip(COLUMNS, row, strict=True)) for row in cursor]
 
 
@@ -151,7 +158,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     """Import (or, without --apply, preview) pg_cron's jobs as timers."""
     try:
         with psycopg.connect(dsn.resolve_dsn(args.dsn), autocommit=True) as conn:
-            rows = import_jobs(conn, args.cron_dsn, args.apply)
+            rows = import_jobs(conn, args.cron_dsn, args.apply, args.run_group)
     except NoPgCron as exc:
         print(f"pgtimers: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT

@@ -41,9 +41,9 @@ SELECT coalesce(jsonb_agg(to_jsonb(j) ORDER BY j.jobid), '[]'::jsonb),
 
 -- name: import_here
 SELECT jobid, jobname, timer, schedule, action, reason, username, command
-  FROM timers.import_pg_cron(dry_run => %(dry_run)s);
+  FROM timers.import_pg_cron(dry_run => %(dry_run)s, run_group => %(run_group)s);
 
 -- name: import_jobs
 SELECT jobid, jobname, timer, schedule, action, reason, username, command
   FROM timers.import_pg_cron_jobs(%(jobs)s::jsonb, dry_run => %(dry_run)s,
-                                  timezone => %(timezone)s);
+                                  timezone => %(timezone)s, run_group => %(run_group)s);

@@ -78,9 +78,12 @@ $$;
 -- transaction block, as its username: a job whose command needs that (VACUUM, CREATE
 -- INDEX CONCURRENTLY, CLUSTER, REFRESH MATERIALIZED VIEW CONCURRENTLY, a CALL of a
 -- procedure that may COMMIT, ...: timers._sql_wants_autonomy) becomes an autonomous
--- timer, and its row says so.
+-- timer, and its row says so. run_group: the run group every imported timer is saved
+-- in (timers.save's run_group; NULL: none), but an autonomous one, which cannot be in a
+-- group (its row says so).
 CREATE OR REPLACE FUNCTION timers.import_pg_cron_jobs(jobs jsonb, dry_run boolean DEFAULT true,
-                                                      timezone text DEFAULT NULL)
+                                                      timezone text DEFAULT NULL,
+                                                      run_group text DEFAULT NULL)
     RETURNS TABLE (jobid bigint, jobname text, timer text, schedule text, action text, reason text,
                    username text, command text)
     LANGUAGE plpgsql
@@ -96,11 +99,15 @@ DECLARE
     v_sql    text;
     v_note   text;
     v_auto   text;
+    v_group  text;
     s        record;
 BEGIN
     PERFORM timers._pg_cron_may_import();
     IF dry_run IS NULL THEN
         RAISE EXCEPTION 'dry_run must be true or false, not NULL' USING ERRCODE = '22004';
+    END IF;
+    IF import_pg_cron_jobs.run_group IS NOT NULL THEN
+        v_group := timers._check_group_name(import_pg_cron_jobs.run_group);
     END IF;
     IF jsonb_typeof(jobs) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'jobs must be a JSON array of cron.job rows, not %', coalesce(jsonb_typeof(jobs), 'NULL')
@@ -156,16 +163,22 @@ BEGIN
                 v_note := concat_ws('; ', v_note, format(
                     'autonomous: runs outside a transaction, as its owner (it uses %s; docs/running.md#autonomous-timers)',
                     v_auto));
+                IF v_group IS NOT NULL THEN
+                    v_note := concat_ws('; ', v_note, format(
+                        'not in run group %s: an autonomous timer runs outside the transaction that holds a slot',
+                        v_group));
+                END IF;
             END IF;
             v_taken := v_taken || jsonb_build_object(lower(timer), jobid);
-            SELECT st.name, st.schedule, st.sql, st.enabled, st.created_by, st.autonomous INTO s
+            SELECT st.name, st.schedule, st.sql, st.enabled, st.created_by, st.autonomous, st.run_group INTO s
               FROM timers.status st WHERE lower(st.name) = lower(timer);
             IF FOUND AND s.schedule = schedule AND s.sql = v_sql AND s.enabled = v_active AND s.created_by = v_user
-               AND s.autonomous = (v_auto IS NOT NULL) THEN
+               AND s.autonomous = (v_auto IS NOT NULL)
+               AND s.run_group IS NOT DISTINCT FROM (CASE WHEN v_auto IS NULL THEN v_group END) THEN
                 action := 'already imported';
                 timer := s.name;
             ELSIF FOUND THEN
-                reason := format('a timer named %s already exists (with another schedule, SQL, state or owner): '
+                reason := format('a timer named %s already exists (with another schedule, SQL, state, owner or run group): '
                                  'delete it first, or save this job by hand under another name', s.name);
             ELSE
                 BEGIN
@@ -180,7 +193,8 @@ BEGIN
                         END;
                     END IF;
                     PERFORM timers.save(timer, schedule, v_sql, enabled => v_active, timezone => v_zone,
-                                        autonomous => v_auto IS NOT NULL);
+                                        autonomous => v_auto IS NOT NULL,
+                                        run_group => CASE WHEN v_auto IS NULL THEN v_group END);
                     PERFORM set_config('role', v_role, true);
                     IF dry_run THEN
                         -- undo the save: this block's subtransaction rolls back
@@ -205,8 +219,8 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION timers.import_pg_cron_jobs(jsonb, boolean, text) IS
-    'Import pg_cron jobs given as a JSON array of cron.job rows as timers (dry_run, the default: only report). One row per job: jobid, jobname, timer, schedule, action (would import, imported, already imported, cannot import), reason, username (the role the timer runs as) and command (its SQL). A job becomes a timer of its username only when the caller may SET ROLE to it. The rows are trusted as given: check them first. Needs pgtimers_admin.';
+COMMENT ON FUNCTION timers.import_pg_cron_jobs(jsonb, boolean, text, text) IS
+    'Import pg_cron jobs given as a JSON array of cron.job rows as timers (dry_run, the default: only report), each in run group run_group when given (not an autonomous one). One row per job: jobid, jobname, timer, schedule, action (would import, imported, already imported, cannot import), reason, username (the role the timer runs as) and command (its SQL). A job becomes a timer of its username only when the caller may SET ROLE to it. The rows are trusted as given: check them first. Needs pgtimers_admin.';
 
 -- pg_cron's own table cron.job in this database, else an error that says what is there
 -- instead and why it is not trusted: only a table that is a member of the extension
@@ -268,7 +282,7 @@ $$;
 
 -- The jobs of pg_cron installed in this database, as timers (see import_pg_cron_jobs):
 -- read from pg_cron's own table only (timers._pg_cron_table).
-CREATE OR REPLACE FUNCTION timers.import_pg_cron(dry_run boolean DEFAULT true)
+CREATE OR REPLACE FUNCTION timers.import_pg_cron(dry_run boolean DEFAULT true, run_group text DEFAULT NULL)
     RETURNS TABLE (jobid bigint, jobname text, timer text, schedule text, action text, reason text,
                    username text, command text)
     LANGUAGE plpgsql
@@ -283,12 +297,13 @@ BEGIN
     -- row-level security of pg_cron: a role that is not a superuser sees its own jobs only
     EXECUTE format('SELECT coalesce(jsonb_agg(to_jsonb(j) ORDER BY j.jobid), ''[]'') FROM %s j', v_table)
         INTO v_jobs;
-    RETURN QUERY SELECT * FROM timers.import_pg_cron_jobs(v_jobs, import_pg_cron.dry_run);
+    RETURN QUERY SELECT * FROM timers.import_pg_cron_jobs(v_jobs, import_pg_cron.dry_run,
+                                                          run_group => import_pg_cron.run_group);
 END
 $$;
 
-COMMENT ON FUNCTION timers.import_pg_cron(boolean) IS
-    'Import the jobs of pg_cron installed in this database (cron.job, only when it is the table of the extension pg_cron, owned by its owner) as timers (dry_run, the default: only report). One row per job: jobid, jobname, timer, schedule, action, reason, username, command. Needs pgtimers_admin.';
+COMMENT ON FUNCTION timers.import_pg_cron(boolean, text) IS
+    'Import the jobs of pg_cron installed in this database (cron.job, only when it is the table of the extension pg_cron, owned by its owner) as timers (dry_run, the default: only report), each in run group run_group when given (not an autonomous one). One row per job: jobid, jobname, timer, schedule, action, reason, username, command. Needs pgtimers_admin.';
 
 -- ---------------------------------------------------------------------------
 -- Rights
@@ -298,13 +313,13 @@ REVOKE ALL ON FUNCTION
     timers._pg_cron_may_import(),
     timers._pg_cron_cannot(jsonb),
     timers._pg_cron_table(),
-    timers.import_pg_cron_jobs(jsonb,boolean,text),
-    timers.import_pg_cron(boolean)
+    timers.import_pg_cron_jobs(jsonb,boolean,text,text),
+    timers.import_pg_cron(boolean,text)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._pg_cron_may_import(),
-    timers.import_pg_cron_jobs(jsonb,boolean,text),
-    timers.import_pg_cron(boolean)
+    timers.import_pg_cron_jobs(jsonb,boolean,text,text),
+    timers.import_pg_cron(boolean,text)
     TO PUBLIC;
 GRANT EXECUTE ON FUNCTION
     timers._pg_cron_reason(text),

@@ -115,6 +115,46 @@ def test_apply_saves_each_job_as_a_timer_of_its_role(cron: psycopg.Connection) -
     assert [r["action"] for r in again.values()] == ["already imported"] * 3
 
 
+def _import_in_group(conn: psycopg.Connection, group: str | None) -> dict[int, dict[str, Any]]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(
+            "SELECT * FROM timers.import_pg_cron_jobs((SELECT coalesce(jsonb_agg(to_jsonb(j)"
+            " ORDER BY j.jobid), '[]') FROM cron.job j), false, run_group => %s)",
+            [group],
+        ).fetchall()
+    return {r["jobid"]: r for r in rows}
+
+
+def test_jobs_are_imported_into_a_run_group_but_an_autonomous_one(
+    cron: psycopg.Connection,
+) -> None:
+    cron.execute("SELECT timers.set_group('from_pg_cron', max_running => 4)")
+    add_job(cron, 1, "*/5 * * * *", "SELECT 1", jobname="five")
+    add_job(cron, 2, "@daily", "VACUUM", jobname="vac")
+    rows = _import_in_group(cron, "from_pg_cron")
+    assert [r["action"] for r in rows.values()] == ["imported", "imported"]
+    assert "not in run group from_pg_cron" in rows[2]["reason"]
+    groups = cron.execute("SELECT name, run_group FROM timers.status ORDER BY name").fetchall()
+    assert groups == [("five", "from_pg_cron"), ("vac", None)]
+    # the group keeps the limit it was given
+    limit = "SELECT max_running FROM timers.run_groups WHERE name = 'from_pg_cron'"
+    assert scalar(cron, limit) == 4
+    again = _import_in_group(cron, "from_pg_cron")
+    assert [r["action"] for r in again.values()] == ["already imported"] * 2
+    # in another group (or none) a job imported already is not the same timer: never changed
+    other = _import_in_group(cron, None)
+    assert other[1]["action"] == "cannot import" and "run group" in other[1]["reason"]
+    assert other[2]["action"] == "already imported"
+    assert scalar(cron, "SELECT run_group FROM timers.timers WHERE name = 'five'") == "from_pg_cron"
+
+
+def test_a_bad_run_group_is_refused_before_any_job(cron: psycopg.Connection) -> None:
+    add_job(cron, 1, "*/5 * * * *", "SELECT 1", jobname="five")
+    with pytest.raises(errors.InvalidParameterValue, match="bad run group name"):
+        _import_in_group(cron, "no spaces")
+    assert timers_now(cron) == []
+
+
 def test_jobs_that_cannot_be_mapped_are_reported_and_left_alone(cron: psycopg.Connection) -> None:
     add_job(cron, 1, "0 12 $ * *", "CALL payroll()", jobname="payroll")
     add_job(cron, 2, "@reboot", "SELECT 2")
@@ -295,7 +335,7 @@ def test_cli_dry_run_then_apply(pg_cron: PgCron) -> None:
     assert "dry run: nothing changed; run again with --apply to import" in dry.stdout
     with pg_cron.connect() as su:
         assert timers_now(su) == []
-    done = cli("--dsn", pg_cron.dsn(), "--apply", "--json")
+    done = cli("--dsn", pg_cron.dsn(), "--apply", "--json", "--run-group", "from_pg_cron")
     assert done.returncode == 2, done.stderr
     rows = json.loads(done.stdout)
     assert [(r["timer"], r["action"], r["username"], r["command"]) for r in rows] == [
@@ -304,6 +344,8 @@ def test_cli_dry_run_then_apply(pg_cron: PgCron) -> None:
     ]
     with pg_cron.connect() as su:
         assert [t[0] for t in timers_now(su)] == ["five"]
+        group = "SELECT run_group FROM timers.timers WHERE name = 'five'"
+        assert scalar(su, group) == "from_pg_cron"
 
 
 def test_cli_reads_the_jobs_from_pg_crons_database(pg_cron: PgCron) -> None:
