@@ -166,14 +166,6 @@ OPTIONS: tuple[Option, ...] = (
         console=True,
     ),
     Option(
-        "run_group",
-        "text",
-        None,
-        "the run group it belongs to: at most the group's max_running of its timers run at"
-        " once (made with max_running 1 if new; timers.set_group changes it)",
-        group=POLICIES,
-    ),
-    Option(
         "catch_up_window",
         "interval",
         None,
@@ -206,6 +198,14 @@ OPTIONS: tuple[Option, ...] = (
         choices=("all", "failures"),
         group=TOLD,
         console=True,
+    ),
+    Option(
+        "run_group",
+        "text",
+        None,
+        "the run group it belongs to: at most the group's max_running of its timers run at"
+        " once (made with max_running 1 if new; timers.set_group changes it)",
+        group=POLICIES,
     ),
 )
 BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}

@@ -195,8 +195,8 @@ $$;
 
 -- A timer's definition from jsonb: name, schedule and sql, and the options of
 -- timers.save (enabled, timezone, catch_up, start_at, end_at, max_runs, timeout,
--- locked, test_clock, retries, retry_delay, pause_after, jitter, priority, run_group,
--- catch_up_window, autonomous, deadline, history); 22023
+-- locked, test_clock, retries, retry_delay, pause_after, jitter, priority,
+-- catch_up_window, autonomous, deadline, history, run_group); 22023
 -- naming an unknown key or a value of the wrong type. A JSON null is the default,
 -- except for enabled, locked and autonomous (22004).
 CREATE OR REPLACE FUNCTION timers._timer_args(
@@ -205,8 +205,8 @@ CREATE OR REPLACE FUNCTION timers._timer_args(
     OUT catch_up text, OUT start_at timestamptz, OUT end_at timestamptz, OUT max_runs bigint,
     OUT timeout interval, OUT locked boolean, OUT test_clock text, OUT retries integer,
     OUT retry_delay interval, OUT pause_after integer, OUT jitter interval, OUT priority integer,
-    OUT run_group text, OUT catch_up_window interval, OUT autonomous boolean, OUT deadline interval,
-    OUT history text)
+    OUT catch_up_window interval, OUT autonomous boolean, OUT deadline interval,
+    OUT history text, OUT run_group text)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -214,7 +214,7 @@ DECLARE
     c_keys constant text[] := ARRAY['name', 'schedule', 'sql', 'enabled', 'timezone', 'catch_up',
                                     'start_at', 'end_at', 'max_runs', 'timeout', 'locked', 'test_clock',
                                     'retries', 'retry_delay', 'pause_after', 'jitter', 'priority',
-                                    'run_group', 'catch_up_window', 'autonomous', 'deadline', 'history'];
+                                    'catch_up_window', 'autonomous', 'deadline', 'history', 'run_group'];
     v_key text;
     v_value text;
 BEGIN
@@ -466,9 +466,9 @@ CREATE OR REPLACE FUNCTION timers.save(
     start_at timestamptz DEFAULT NULL, end_at timestamptz DEFAULT NULL, max_runs bigint DEFAULT NULL,
     timeout interval DEFAULT NULL, locked boolean DEFAULT false, test_clock text DEFAULT NULL,
     retries integer DEFAULT 0, retry_delay interval DEFAULT '30 seconds', pause_after integer DEFAULT NULL,
-    jitter interval DEFAULT NULL, priority integer DEFAULT 0, run_group text DEFAULT NULL,
-    catch_up_window interval DEFAULT NULL,
-    autonomous boolean DEFAULT false, deadline interval DEFAULT NULL, history text DEFAULT 'all')
+    jitter interval DEFAULT NULL, priority integer DEFAULT 0, catch_up_window interval DEFAULT NULL,
+    autonomous boolean DEFAULT false, deadline interval DEFAULT NULL, history text DEFAULT 'all',
+    run_group text DEFAULT NULL)
     RETURNS timers.status
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -593,8 +593,8 @@ $$;
 COMMENT ON FUNCTION timers.save_many(jsonb) IS
     'Save many timers in one call, all or none: a JSON array of {name, schedule, sql, ...options of timers.save}. Returns how many. Needs pgtimers_admin.';
 
-COMMENT ON FUNCTION timers.save(text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text, integer, interval, integer, interval, integer, text, interval, boolean, interval, text) IS
-    'Create or replace a timer; it runs as the role in effect now. Options: retries, retry_delay, pause_after, jitter, priority, run_group, catch_up_window, autonomous, deadline, history (docs/running.md). Returns its timers.status row. Needs pgtimers_admin.';
+COMMENT ON FUNCTION timers.save(text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text, integer, interval, integer, interval, integer, interval, boolean, interval, text, text) IS
+    'Create or replace a timer; it runs as the role in effect now. Options: retries, retry_delay, pause_after, jitter, priority, catch_up_window, autonomous, deadline, history, run_group (docs/running.md). Returns its timers.status row. Needs pgtimers_admin.';
 
 -- The body of timers.enable; on a running timer the change waits for its run's end.
 CREATE OR REPLACE FUNCTION timers._set_enabled(p_actor name, p_name text, p_enabled boolean) RETURNS text
@@ -957,7 +957,7 @@ REVOKE ALL ON FUNCTION
     timers._check_jitter(interval,timers.timers,timestamp with time zone),
     timers._require_calendar(jsonb),
     timers._save(name,jsonb),
-    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,text,interval,boolean,interval,text),
+    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean,interval,text,text),
     timers.save_json(jsonb),
     timers._set_enabled(name,text,boolean),
     timers.enable(text,boolean),
@@ -984,7 +984,7 @@ GRANT EXECUTE ON FUNCTION
     timers._check_history(text),
     timers._check_jitter(interval,timers.timers,timestamp with time zone),
     timers._require_calendar(jsonb),
-    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,text,interval,boolean,interval,text),
+    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean,interval,text,text),
     timers.save_json(jsonb),
     timers.save_many(jsonb),
     timers.enable(text,boolean),

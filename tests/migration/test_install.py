@@ -322,8 +322,8 @@ PUBLIC_ROUTINES = {
     "drop_policy(text)",
     "enable(text,boolean)",
     "hold(text,text)",
-    "import_pg_cron(boolean)",
-    "import_pg_cron_jobs(jsonb,boolean,text)",
+    "import_pg_cron(boolean,text)",
+    "import_pg_cron_jobs(jsonb,boolean,text,text)",
     "is_trading_day(text,date)",
     "keep_data_for(regclass,interval,text)",
     "list_keyed(text,text,text)",
@@ -334,8 +334,8 @@ PUBLIC_ROUTINES = {
     "resume(text)",
     "run(text,jsonb)",
     "save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,"
-    "bigint,interval,boolean,text,integer,interval,integer,interval,integer,text,interval,boolean,"
-    "interval,text)",
+    "bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean,"
+    "interval,text,text)",
     "backfill(text,timestamp with time zone,timestamp with time zone)",
     "cancel_backfill(bigint)",
     "save_calendar(text,text,date,date)",
