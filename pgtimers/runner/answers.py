@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypedDict
 
-# The time limit of a fire unless its timer has its own (a timer's timeout defaults to 10
-# minutes in SQL too: timers.save, and connect.sql's session statement_timeout). The one
-# default of the runner's: the batch's limit, its round trip's deadline, an autonomous
-# finish's.
+# The time limit of a fire unless its timer has its own: the SQL's default timeout,
+# timers._run_timeout(), and connect.sql's session statement_timeout are the same (a test,
+# tests/integration/test_options_sql.py, checks both). The one default of the runner's: the
+# batch's limit, its round trip's deadline, an autonomous finish's.
 RUN_TIMEOUT_MS = 600_000
 
 

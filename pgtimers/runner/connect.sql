@@ -9,7 +9,9 @@
 -- up in pg_catalog only: a database's own search_path (ALTER DATABASE ... SET) could put
 -- a schema someone else writes first, and the runner's login may be a superuser. The
 -- claims' notices (timers._say_claimed) need client_min_messages at notice. Set after
--- connecting, not as startup parameters, which PgBouncer refuses. One simple query.
+-- connecting, not as startup parameters, which PgBouncer refuses. One simple query. A
+-- statement's time limit, unless the runner sets one, is a run's (answers.RUN_TIMEOUT_MS;
+-- a test checks).
 SET search_path = pg_catalog, pg_temp; SET client_min_messages = notice;
 SET client_connection_check_interval = '5s'; SET tcp_keepalives_idle = 10;
 SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3;

@@ -65,6 +65,13 @@ CREATE OR REPLACE FUNCTION timers._ms(p_span interval) RETURNS bigint
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT GREATEST(0, pg_catalog.round(EXTRACT(epoch FROM p_span) OPERATOR(pg_catalog.*) 1000))::bigint $$;
 
+-- The time limit of a run whose timer sets none (timers.save's timeout). The runner's
+-- own default is the same (pgtimers/runner/answers.py RUN_TIMEOUT_MS; a test checks):
+-- a fire it asks for with that limit runs every timer without a timeout of its own.
+CREATE OR REPLACE FUNCTION timers._run_timeout() RETURNS interval
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT interval '10 minutes' $$;
+
 -- The rows of a skip event written one per due time up to this many; a larger
 -- gap (an `every 1s` timer down for a week) is one summary row.
 CREATE OR REPLACE FUNCTION timers._skip_rows_cap() RETURNS integer
@@ -160,6 +167,7 @@ REVOKE ALL ON FUNCTION
     timers._iso(timestamp with time zone),
     timers._ms(interval),
     timers._skip_rows_cap(),
+    timers._run_timeout(),
     timers._in_transaction_block_message(),
     timers._read_only_view(),
     timers._quoted(text,integer),
@@ -178,6 +186,7 @@ GRANT EXECUTE ON FUNCTION
     timers._iso(timestamp with time zone),
     timers._ms(interval),
     timers._skip_rows_cap(),
+    timers._run_timeout(),
     timers._in_transaction_block_message(),
     timers._quoted(text,integer),
     timers._check_time(text,timestamp with time zone)

@@ -181,7 +181,7 @@ BEGIN
         END IF;
         v_nil := timers._say_claimed(p_mark, v_kind, v_id, v_at);
         IF v_kind <> 'keyed' THEN
-            v_timeout_ms := timers._ms(coalesce(v_timeout, interval '10 minutes'));
+            v_timeout_ms := timers._ms(coalesce(v_timeout, timers._run_timeout()));
             IF v_timeout_ms <> p_timeout_ms THEN
                 RETURN jsonb_build_object('claim', v_kind, 'id', v_id, 'timeout_ms', v_timeout_ms,
                                           'due_at', v_at, 'timer_id', v_timer);
@@ -356,7 +356,7 @@ BEGIN
                   AND k.id <> ALL (v_skip))
        AND EXISTS (SELECT 1 FROM timers.locks l WHERE l.name = 'keyed_fire:' FOR UPDATE SKIP LOCKED) THEN
         RETURN QUERY
-            SELECT k.id, k.owed_at, 600000::bigint
+            SELECT k.id, k.owed_at, timers._ms(timers._run_timeout())
               FROM timers.keyed_timers k
              WHERE k.status = 'armed' AND k.test_clock IS NULL AND k.owed_at <= now()
                AND k.id <> ALL (v_skip)
@@ -375,7 +375,7 @@ BEGIN
         CONTINUE WHEN NOT EXISTS (SELECT 1 FROM timers.locks l
                                    WHERE l.name = 'keyed_fire:' || c.name FOR UPDATE SKIP LOCKED);
         RETURN QUERY
-            SELECT k.id, k.owed_at, 600000::bigint
+            SELECT k.id, k.owed_at, timers._ms(timers._run_timeout())
               FROM timers.keyed_timers k
              WHERE k.status = 'armed' AND k.test_clock = c.name AND k.owed_at <= c.now
                AND k.id <> ALL (v_skip)
@@ -977,7 +977,7 @@ CREATE OR REPLACE FUNCTION timers._run_error(p_sqlstate text, p_message text, p_
         SELECT CASE
             WHEN p_sqlstate = '57014' AND p_message LIKE '%statement timeout%'
                 THEN format('timed out: the run took longer than its timeout of %s',
-                            coalesce(p_timeout, interval '10 minutes'))
+                            coalesce(p_timeout, timers._run_timeout()))
             WHEN p_sqlstate = '57014'
                 THEN 'cancelled: ' || timers._cut(p_message)
                      || ' (timers.cancel, or pg_cancel_backend of the run''s session)'

@@ -103,7 +103,7 @@ BEGIN
             'run_id', v_run, 'timer', t.name, 'owner', timers._autonomous_owner(t),
             'statements', to_jsonb(timers._autonomous_statements(t.sql)),
             'due_at', coalesce(timers._iso(p_due), ''), 'prev_due_at', coalesce(timers._iso(p_prev), ''),
-            'attempt', p_attempt, 'timeout_ms', timers._ms(coalesce(t.timeout, interval '10 minutes'))));
+            'attempt', p_attempt, 'timeout_ms', timers._ms(coalesce(t.timeout, timers._run_timeout()))));
 END
 $$;
 

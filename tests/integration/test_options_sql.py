@@ -14,6 +14,9 @@ import pytest
 from psycopg import sql
 
 from pgtimers.options import BY_NAME, KEYS, OPTIONS, REQUIRED, Option, timer_json
+from pgtimers.queries import beside
+from pgtimers.runner import connect
+from pgtimers.runner.answers import RUN_TIMEOUT_MS
 from tests.conftest import Database, scalar
 
 _SAVE_PARAMETERS = """
@@ -207,3 +210,15 @@ def test_the_json_form_needs_pgtimers_admin(db: Database) -> None:
         alice.execute("SELECT timers.save_json(%s::jsonb)", [timer_json(_MINIMAL)])
     with db.connect() as conn:
         assert scalar(conn, "SELECT owner FROM timers.timers") == "pgt_alice"
+
+
+def test_a_runs_default_time_limit_is_one_in_sql_and_the_runner(conn: psycopg.Connection) -> None:
+    """A timer without a timeout runs within the runner's own limit, and a worker session's
+    statements have it too: three places that must agree (a claim whose limit differs from
+    the runner's is answered back, not run in the batch)."""
+    assert scalar(conn, "SELECT timers._ms(timers._run_timeout())") == RUN_TIMEOUT_MS
+    settings = beside(connect.__file__, "connect.sql")("run_session_settings")
+    found = re.search(r"statement_timeout = '([^']+)'", settings)
+    assert found, settings
+    assert scalar(conn, "SELECT timers._ms(%s::interval)", [found.group(1)]) == RUN_TIMEOUT_MS
+    assert BY_NAME["timeout"].default is None  # the SQL's default stands
