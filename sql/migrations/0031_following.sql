@@ -34,3 +34,7 @@ CREATE TABLE timers.follow_dues (
 );
 CREATE INDEX follow_dues_ready ON timers.follow_dues (ready_at, follower_id, due_at)
     WHERE state = 'ready';
+
+-- One change of what timers follow at a time: a cycle is looked for in what is committed.
+INSERT INTO timers.locks (name, note)
+VALUES ('follows', 'one change of what timers follow at a time: the cycle check sees the others');
