@@ -20,7 +20,7 @@ BEGIN
         'test_clock', t.test_clock, 'retries', t.retries, 'retry_delay', t.retry_delay::text,
         'pause_after', t.pause_after, 'jitter', t.jitter::text, 'priority', t.priority::integer,
         'catch_up_window', t.catch_up_window::text, 'autonomous', t.autonomous,
-        'deadline', t.deadline::text, 'history', t.history);
+        'deadline', t.deadline::text, 'history', t.history, 'after', timers._follow_names(t.id));
 END
 $$;
 
@@ -95,7 +95,8 @@ BEGIN
     n.autonomous := a.autonomous;
     n.deadline := a.deadline;
     n.history := a.history;
-    RETURN timers._timer_options(n) = timers._timer_options(o);
+    RETURN timers._timer_options(n) - 'after' = timers._timer_options(o) - 'after'
+       AND lower(coalesce(a.after, '{}')::text) = lower(coalesce(timers._follow_names(o.id), '{}')::text);
 END
 $$;
 
@@ -301,6 +302,7 @@ DECLARE
     v_hint text;
     v_cal jsonb;
     c record;
+    v_after text[];
 BEGIN
     PERFORM timers._take_ticket(p_actor, 'apply timers');
     IF NOT pg_has_role(p_actor, timers._role('admin'), 'MEMBER') THEN
@@ -338,10 +340,16 @@ BEGIN
                     v_changes := '{}';
                     v_action := 'unchanged';
                 ELSE
+                    -- (what it followed, before the save changes it: _timer_changes reads it after)
+                    v_after := timers._follow_names(o.id);
                     PERFORM timers._save_one(p_actor, v_executor, v_timer, NULL, v_label, true);
                     SELECT * INTO n FROM timers.timers x WHERE lower(x.name) = lower(v_name);
                     v_changes := CASE WHEN o.id IS NULL THEN timers._timer_definition(n)
                                       ELSE timers._timer_changes(o, n) END;
+                    IF o.id IS NOT NULL AND v_after IS DISTINCT FROM timers._follow_names(n.id) THEN
+                        v_changes := v_changes || jsonb_build_object('after', jsonb_build_object(
+                            'from', v_after, 'to', timers._follow_names(n.id)));
+                    END IF;
                     v_action := CASE WHEN o.id IS NULL THEN 'create' WHEN v_changes = '{}' THEN 'unchanged'
                                      ELSE 'update' END;
                     IF o.locked AND v_action = 'update' THEN
