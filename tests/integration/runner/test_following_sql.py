@@ -102,7 +102,9 @@ def test_a_failed_upstream_skips_the_followers_due_time_with_its_reason(
     assert runs[0]["reason"].startswith(f"u2 failed at due time {iso(10)}: division by zero")
 
 
-def test_a_retry_that_succeeds_releases_the_follower(conn: psycopg.Connection, fired: Fired) -> None:
+def test_a_retry_that_succeeds_releases_the_follower(
+    conn: psycopg.Connection, fired: Fired
+) -> None:
     upstreams(conn, FAIL_FIRST, retries=1, retry_delay="1 second")
     advance(conn, 10)
     fire_all(conn)
@@ -116,7 +118,9 @@ def test_a_retry_that_succeeds_releases_the_follower(conn: psycopg.Connection, f
     assert [r["kind"] for r in history(conn, "f")] == ["scheduled"]
 
 
-def test_a_skipped_upstream_due_time_skips_the_followers(conn: psycopg.Connection, fired: Fired) -> None:
+def test_a_skipped_upstream_due_time_skips_the_followers(
+    conn: psycopg.Connection, fired: Fired
+) -> None:
     upstreams(conn)
     advance(conn, 10)
     fire_all(conn)
@@ -145,7 +149,7 @@ def test_a_chain_of_followers(conn: psycopg.Connection, fired: Fired) -> None:
     ("after", "sqlstate", "text"),
     [
         (["nope"], "P0002", "timer 'f' follows timer 'nope', which does not exist"),
-        (["f"], "22023", 'that makes a cycle, f follows f'),
+        (["f"], "22023", "that makes a cycle, f follows f"),
         ([], "22023", "has schedule 'after' but follows no timer"),
     ],
 )
@@ -166,14 +170,18 @@ def test_a_cycle_through_others_is_refused_naming_them(conn: psycopg.Connection)
     save(conn, "b", "after", LOG_SQL, after=["a"])
     with pytest.raises(errors.InvalidParameterValue, match="a follows b follows a"):
         save(conn, "a", "after", LOG_SQL, after=["u1", "b"])
-    assert scalar(conn, "SELECT timers._follow_names(id) FROM timers.timers WHERE name = 'a'") == ["u1"]
+    assert scalar(conn, "SELECT timers._follow_names(id) FROM timers.timers WHERE name = 'a'") == [
+        "u1"
+    ]
 
 
 def test_after_needs_schedule_after(conn: psycopg.Connection) -> None:
     save(conn, "u1", "every 10s", LOG_SQL)
-    with pytest.raises(errors.InvalidParameterValue, match="a timer that waits for others has schedule 'after'"):
+    with pytest.raises(
+        errors.InvalidParameterValue, match="a timer that waits for others has schedule 'after'"
+    ):
         save(conn, "f", "every 10s", LOG_SQL, after=["u1"])
-    with pytest.raises(errors.InvalidParameterValue, match="bad \"after\" schedule"):
+    with pytest.raises(errors.InvalidParameterValue, match='bad "after" schedule'):
         save(conn, "f", "after 5m", LOG_SQL, after=["u1"])
 
 
@@ -181,7 +189,9 @@ def test_links_survive_a_rename_by_case(conn: psycopg.Connection) -> None:
     save(conn, "u1", "every 10s", LOG_SQL)
     save(conn, "f", "after", LOG_SQL, after=["u1"])
     save(conn, "U1", "every 20s", LOG_SQL)
-    assert scalar(conn, "SELECT timers._follow_names(id) FROM timers.timers WHERE name = 'f'") == ["U1"]
+    assert scalar(conn, "SELECT timers._follow_names(id) FROM timers.timers WHERE name = 'f'") == [
+        "U1"
+    ]
 
 
 def test_deleting_a_followed_timer_is_refused_unless_cascade(conn: psycopg.Connection) -> None:
@@ -189,13 +199,17 @@ def test_deleting_a_followed_timer_is_refused_unless_cascade(conn: psycopg.Conne
     save(conn, "u2", "every 10s", LOG_SQL)
     save(conn, "f", "after", LOG_SQL, after=["u1", "u2"])
     save(conn, "g", "after", LOG_SQL, after=["u1"])
-    with pytest.raises(errors.DependentObjectsStillExist, match="timer 'u1' is followed by 'f', 'g'"):
+    with pytest.raises(
+        errors.DependentObjectsStillExist, match="timer 'u1' is followed by 'f', 'g'"
+    ):
         conn.execute("SELECT timers.delete('u1')")
     assert scalar(conn, "SELECT count(*) FROM timers.timers") == 4
     conn.execute("SELECT timers.delete('u1', cascade => true)")
     # f keeps u2; g followed nothing else and is gone with it
     assert scalar(conn, "SELECT array_agg(name ORDER BY name) FROM timers.timers") == ["f", "u2"]
-    assert scalar(conn, "SELECT timers._follow_names(id) FROM timers.timers WHERE name = 'f'") == ["u2"]
+    assert scalar(conn, "SELECT timers._follow_names(id) FROM timers.timers WHERE name = 'f'") == [
+        "u2"
+    ]
     # a follower itself goes without cascade
     conn.execute("SELECT timers.delete('f')")
     assert scalar(conn, "SELECT count(*) FROM timers.follows") == 0
