@@ -50,7 +50,8 @@ def test_fan_in_a_follower_runs_once_per_due_time_after_both_upstreams(
     handled = set(dues) | {
         str(r[0])
         for r in conn.execute(
-            "SELECT timers._iso(due_at) FROM timers.runs WHERE timer = 'candles' AND kind = 'skipped'"
+            "SELECT timers._iso(due_at) FROM timers.runs"
+            " WHERE timer = 'candles' AND kind = 'skipped'"
         )
     }
     pending = {
