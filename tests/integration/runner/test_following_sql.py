@@ -42,7 +42,7 @@ def advance(conn: psycopg.Connection, seconds: int, clock: str = "c") -> None:
 
 def fire_all(conn: psycopg.Connection) -> list[Any]:
     """timers._fire until nothing is left (the runner's batch, one fire a transaction)."""
-    results = []
+    results: list[Any] = []
     for _ in range(50):
         r = scalar(conn, "SELECT timers._fire('test', '{}', '{}', false, 600000)")
         conn.execute("RESET search_path")
