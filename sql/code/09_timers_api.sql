@@ -205,8 +205,8 @@ CREATE OR REPLACE FUNCTION timers._timer_args(
     OUT catch_up text, OUT start_at timestamptz, OUT end_at timestamptz, OUT max_runs bigint,
     OUT timeout interval, OUT locked boolean, OUT test_clock text, OUT retries integer,
     OUT retry_delay interval, OUT pause_after integer, OUT jitter interval, OUT priority integer,
-    OUT catch_up_window interval, OUT autonomous boolean, OUT deadline interval, OUT history text,
-    OUT after text[])
+    OUT after text[], OUT catch_up_window interval, OUT autonomous boolean, OUT deadline interval,
+    OUT history text)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -214,7 +214,7 @@ DECLARE
     c_keys constant text[] := ARRAY['name', 'schedule', 'sql', 'enabled', 'timezone', 'catch_up',
                                     'start_at', 'end_at', 'max_runs', 'timeout', 'locked', 'test_clock',
                                     'retries', 'retry_delay', 'pause_after', 'jitter', 'priority',
-                                    'catch_up_window', 'autonomous', 'deadline', 'history', 'after'];
+                                    'after', 'catch_up_window', 'autonomous', 'deadline', 'history'];
     v_key text;
     v_value text;
 BEGIN
