@@ -348,22 +348,24 @@ CREATE OR REPLACE FUNCTION timers._follow_names(p_id bigint) RETURNS text[]
          WHERE w.follower_id = p_id
     $$;
 
--- What timer p_id follows and what follows it, each with its last result: for the
--- console's timer page. [{name, relation: "follows" | "followed_by", last_ok, last_due_ms,
--- last_run_ms, last_error}]
-CREATE OR REPLACE FUNCTION timers._follow_links(p_id bigint) RETURNS jsonb
-    LANGUAGE sql STABLE
+-- What timer p_name follows and what follows it, each with its last result: for the
+-- console's timer page (GET /api/timers/NAME/history, whose readers see every timer's
+-- status but not the table: SECURITY DEFINER). [{name, relation: "follows" |
+-- "followed_by", last_ok, last_due_ms, last_run_ms, last_error}]
+CREATE OR REPLACE FUNCTION timers._follow_links(p_name text) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
+        WITH me AS (SELECT x.id FROM timers.timers x WHERE lower(x.name) = lower(p_name) COLLATE "default")
         SELECT coalesce(jsonb_agg(jsonb_build_object(
                    'name', t.name, 'relation', l.relation, 'last_ok', t.last_ok,
                    'last_due_ms', timers._ms(t.last_due_at - 'epoch'::timestamptz),
                    'last_run_ms', timers._ms(t.last_run_at - 'epoch'::timestamptz),
                    'last_error', t.last_error) ORDER BY l.relation DESC, l.position, t.name), '[]')
           FROM (SELECT w.upstream_id AS id, 'follows' AS relation, w.position
-                  FROM timers.follows w WHERE w.follower_id = p_id
+                  FROM timers.follows w, me WHERE w.follower_id = me.id
                 UNION ALL
-                SELECT w.follower_id, 'followed_by', 0 FROM timers.follows w WHERE w.upstream_id = p_id) l
+                SELECT w.follower_id, 'followed_by', 0 FROM timers.follows w, me WHERE w.upstream_id = me.id) l
           JOIN timers.timers t ON t.id = l.id
     $$;
 
@@ -379,7 +381,7 @@ REVOKE ALL ON FUNCTION
     timers._claim_follow(bigint[]),
     timers._run_follow(timers.timers,timestamp with time zone,text,jsonb),
     timers._follow_recorded(timers.timers,timestamp with time zone,timers.run_outcome,text),
-    timers._follow_links(bigint),
+    timers._follow_links(text),
     timers._follow_names(bigint)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
@@ -390,6 +392,6 @@ GRANT EXECUTE ON FUNCTION
     timers._follow_recorded(timers.timers,timestamp with time zone,timers.run_outcome,text)
     TO pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
-    timers._follow_links(bigint),
+    timers._follow_links(text),
     timers._follow_names(bigint)
     TO pgtimers_reader, pgtimers_runner;
