@@ -330,7 +330,8 @@ BEGIN
             RETURN NEXT;
         END LOOP;
         v_executor := timers._ensure_executor(p_actor);
-        FOR v_timer IN SELECT e FROM jsonb_array_elements(coalesce(p_spec->'timer', '[]')) e LOOP
+        -- in the order of the set, except that a timer comes after those it follows
+        FOR v_timer IN SELECT e FROM timers._follow_order(coalesce(p_spec->'timer', '[]')) e LOOP
             v_name := v_timer->>'name';
             SELECT * INTO o FROM timers.timers x WHERE lower(x.name) = lower(v_name);
             v_changes := NULL;
@@ -377,9 +378,10 @@ BEGIN
             RETURN NEXT;
         END LOOP;
         IF p_prune THEN
+            -- a timer before those it follows (their delete would be refused while it does)
             FOR o IN SELECT * FROM timers.timers x
                       WHERE x.managed_by = v_label AND NOT lower(x.name) = ANY (v_names)
-                      ORDER BY lower(x.name) LOOP
+                      ORDER BY timers._follow_depth(x.id) DESC, lower(x.name) LOOP
                 BEGIN
                     PERFORM timers._delete_timer(p_actor, o.name);
                 EXCEPTION WHEN OTHERS THEN

@@ -348,6 +348,58 @@ CREATE OR REPLACE FUNCTION timers._follow_names(p_id bigint) RETURNS text[]
          WHERE w.follower_id = p_id
     $$;
 
+-- The timers of a declared set (timers.apply's spec->'timer') in its order, except that a
+-- timer comes after those of the set it follows (its after names them). What is left of a
+-- cycle comes last, as given: the save refuses it.
+CREATE OR REPLACE FUNCTION timers._follow_order(p_timers jsonb) RETURNS SETOF jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_left jsonb[] := ARRAY(SELECT e FROM jsonb_array_elements(p_timers) e);
+    v_next jsonb[];
+    v_names text[];
+    e jsonb;
+BEGIN
+    LOOP
+        v_names := ARRAY(SELECT lower(x->>'name') FROM unnest(v_left) x WHERE jsonb_typeof(x) = 'object');
+        v_next := '{}';
+        FOREACH e IN ARRAY v_left LOOP
+            IF jsonb_typeof(e) = 'object' AND jsonb_typeof(e->'after') = 'array' AND EXISTS (
+                   SELECT 1 FROM jsonb_array_elements(e->'after') a
+                    WHERE jsonb_typeof(a) = 'string' AND lower(a #>> '{}') = ANY (v_names)) THEN
+                v_next := v_next || e;
+            ELSE
+                RETURN NEXT e;
+            END IF;
+        END LOOP;
+        IF cardinality(v_next) = 0 THEN
+            RETURN;
+        END IF;
+        IF cardinality(v_next) = cardinality(v_left) THEN
+            RETURN QUERY SELECT x FROM unnest(v_next) x;
+            RETURN;
+        END IF;
+        v_left := v_next;
+    END LOOP;
+END
+$$;
+
+-- How many timers deep timer p_id follows others: 0 for one that follows none, else one
+-- more than the deepest it follows (at most 1000).
+CREATE OR REPLACE FUNCTION timers._follow_depth(p_id bigint) RETURNS integer
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+        WITH RECURSIVE up(id, d) AS (
+            SELECT p_id, 0
+            UNION ALL
+            SELECT w.upstream_id, up.d + 1 FROM up JOIN timers.follows w ON w.follower_id = up.id
+             WHERE up.d < 1000
+        )
+        SELECT max(up.d)::integer FROM up
+    $$;
+
 -- What timer p_name follows and what follows it, each with its last result: for the
 -- console's timer page (GET /api/timers/NAME/history, whose readers see every timer's
 -- status but not the table: SECURITY DEFINER). [{name, relation: "follows" |
@@ -382,7 +434,9 @@ REVOKE ALL ON FUNCTION
     timers._run_follow(timers.timers,timestamp with time zone,text,jsonb),
     timers._follow_recorded(timers.timers,timestamp with time zone,timers.run_outcome,text),
     timers._follow_links(text),
-    timers._follow_names(bigint)
+    timers._follow_names(bigint),
+    timers._follow_order(jsonb),
+    timers._follow_depth(bigint)
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._tell_followers(timers.timers,timestamp with time zone,boolean,text),
