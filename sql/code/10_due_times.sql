@@ -36,9 +36,10 @@ BEGIN
                        AND t.fire_at <= c.now)),
                 (SELECT now() WHERE EXISTS (
                     SELECT 1 FROM timers.backfill_jobs b WHERE b.state = 'running')),
-                -- a follower's due time its upstream timers released
+                -- a follower's due time its upstream timers released (not behind its retry)
                 (SELECT now() WHERE EXISTS (
-                    SELECT 1 FROM timers.follow_dues d WHERE d.state = 'ready')),
+                    SELECT 1 FROM timers.follow_dues d JOIN timers.timers t ON t.id = d.follower_id
+                     WHERE d.state = 'ready' AND t.retry_at IS NULL)),
                 (SELECT now() WHERE EXISTS (
                     SELECT 1 FROM timers.run_requests r
                      WHERE r.finished_at IS NULL AND r.requested_at > now() - interval '5 minutes'

@@ -14,6 +14,7 @@ from psycopg import errors
 
 from tests.conftest import scalar
 from tests.integration.runner.conftest import LOG_SQL, history, save
+from tests.support.wait import wait_until
 
 T0 = dt.datetime(2027, 1, 4, 9, 0, 0, tzinfo=dt.timezone.utc)
 Fired = Callable[..., list[tuple[str, str]]]
@@ -213,3 +214,23 @@ def test_deleting_a_followed_timer_is_refused_unless_cascade(conn: psycopg.Conne
     # a follower itself goes without cascade
     conn.execute("SELECT timers.delete('f')")
     assert scalar(conn, "SELECT count(*) FROM timers.follows") == 0
+
+
+def test_a_followers_own_retry_runs_its_due_time_again(
+    conn: psycopg.Connection, fired: Fired
+) -> None:
+    conn.execute("SELECT timers.create_test_clock('c', %s)", [T0])
+    with conn.transaction():
+        save(conn, "u1", "every 10s", LOG_SQL, test_clock="c")
+        save(conn, "f", "after", FAIL_FIRST, after=["u1"], retries=1, retry_delay="1 second")
+    advance(conn, 10)
+    assert fired("f") == []
+    row = conn.execute("SELECT retry_due_at, retry_attempt FROM timers.timers WHERE name = 'f'")
+    assert row.fetchone() == (T0 + dt.timedelta(seconds=10), 2)
+    # its retry is on the server's clock, a second after the failure
+    wait_until(lambda: fire_all(conn) and fired("f"), timeout=10)
+    assert fired("f") == [("f", "1")]
+    assert [(r["kind"], r["ok"]) for r in history(conn, "f")] == [
+        ("scheduled", False),
+        ("retry", True),
+    ]
