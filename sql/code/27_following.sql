@@ -145,8 +145,8 @@ $$;
 -- follower's due time is skipped with it). An attempt that failed with a retry to come
 -- says nothing: the followers wait for the retry. A follower's row still waiting for t at
 -- an earlier due time is skipped (t has gone past it without a run for it), and so is a
--- new row waiting for an upstream that has gone past the due time. Rows done that every
--- upstream has gone past are dropped. Runners are told when a row is ready.
+-- new row waiting for an upstream that has gone past the due time or is off. Rows done that
+-- every upstream has gone past are dropped. Runners are told when a row is ready.
 CREATE OR REPLACE FUNCTION timers._tell_followers(
     t timers.timers, p_due timestamptz, p_ok boolean, p_reason text) RETURNS void
     LANGUAGE plpgsql
@@ -163,10 +163,13 @@ BEGIN
         IF p_ok THEN
             SELECT coalesce(array_agg(w.upstream_id ORDER BY w.position), '{}') INTO v_wait
               FROM timers.follows w WHERE w.follower_id = f.id AND w.upstream_id <> t.id;
-            -- an upstream that has gone past p_due (and has no retry of it to come)
-            SELECT format('%s did not run at due time %s', u.name, timers._iso(p_due)) INTO v_stale
+            -- an upstream that has gone past p_due (and has no retry of it to come), or is
+            -- off (the due times would wait for it while it is)
+            SELECT format('%s did not run at due time %s%s', u.name, timers._iso(p_due),
+                          CASE WHEN NOT u.enabled THEN ' (it is off)' ELSE '' END) INTO v_stale
               FROM timers.timers u
-             WHERE u.id = ANY (v_wait) AND u.last_due_at >= p_due AND u.retry_due_at IS DISTINCT FROM p_due
+             WHERE u.id = ANY (v_wait)
+               AND (NOT u.enabled OR u.last_due_at >= p_due AND u.retry_due_at IS DISTINCT FROM p_due)
              ORDER BY u.name LIMIT 1;
             INSERT INTO timers.follow_dues AS d (follower_id, due_at, waiting_for, skip_reason, state, ready_at)
             VALUES (f.id, p_due, v_wait, v_stale,

@@ -134,7 +134,7 @@ def test_a_skipped_upstream_due_time_skips_the_followers(
     assert fired("f") == [("f", iso(10)), ("f", iso(30))]
     skipped = [r for r in history(conn, "f") if r["kind"] == "skipped"]
     assert [r["due_at"] for r in skipped] == [T0 + dt.timedelta(seconds=20)]
-    assert skipped[0]["reason"] == f"u2 did not run at due time {iso(20)}"
+    assert skipped[0]["reason"] == f"u2 did not run at due time {iso(20)} (it is off)"
 
 
 def test_a_chain_of_followers(conn: psycopg.Connection, fired: Fired) -> None:
