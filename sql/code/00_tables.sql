@@ -44,6 +44,8 @@ GRANT UPDATE (finished_at, result)
 GRANT UPDATE (next_due_at, expired, last_due_at, last_run_at, last_late_ms, max_late_ms, last_ok, last_error, last_took_ms, last_rows, runs, scheduled_runs, failures, skipped, last_skip_at, last_skip_reason, caught_up, catch_up_due_at, retry_due_at, retry_attempt, retry_at, fail_streak, deadline_due_at, deadline_missed, deadline_missed_at, last_success_at, took_counts, took_sum_ms, late_counts, late_sum_ms)
     ON timers.timers TO pgtimers_runner;
 GRANT SELECT ON timers.follows TO pgtimers_reader;
+-- (what a timer follows, by name: timers._follow_links)
+GRANT SELECT (id, name) ON timers.timers TO pgtimers_reader;
 GRANT SELECT ON timers.follows TO pgtimers_runner;
 GRANT SELECT ON timers.follow_dues TO pgtimers_reader;
 GRANT SELECT, INSERT, DELETE ON timers.follow_dues TO pgtimers_runner;

@@ -403,25 +403,27 @@ CREATE OR REPLACE FUNCTION timers._follow_depth(p_id bigint) RETURNS integer
         SELECT max(up.d)::integer FROM up
     $$;
 
--- What timer p_name follows and what follows it, each with its last result: for the
--- console's timer page (GET /api/timers/NAME/history, whose readers see every timer's
--- status but not the table: SECURITY DEFINER). [{name, relation: "follows" |
--- "followed_by", last_ok, last_due_ms, last_run_ms, last_error}]
+-- What timer p_name follows and what follows it, each with its last result (timers.status):
+-- for the console's timer page (GET /api/timers/NAME/history). [{name, relation: "follows"
+-- | "followed_by", last_ok, last_due_ms, last_run_ms, last_error}]. Readers may read the
+-- ids and names of timers.timers for it.
 CREATE OR REPLACE FUNCTION timers._follow_links(p_name text) RETURNS jsonb
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE sql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
-        WITH me AS (SELECT x.id FROM timers.timers x WHERE lower(x.name) = lower(p_name) COLLATE "default")
+        WITH me AS (
+            SELECT x.id FROM timers.timers x WHERE lower(x.name) = lower(p_name) COLLATE "default"
+        ), l AS (
+            SELECT w.upstream_id AS id, 'follows' AS relation, w.position
+              FROM timers.follows w, me WHERE w.follower_id = me.id
+            UNION ALL
+            SELECT w.follower_id, 'followed_by', 0 FROM timers.follows w, me WHERE w.upstream_id = me.id
+        )
         SELECT coalesce(jsonb_agg(jsonb_build_object(
-                   'name', t.name, 'relation', l.relation, 'last_ok', t.last_ok,
-                   'last_due_ms', timers._ms(t.last_due_at - 'epoch'::timestamptz),
-                   'last_run_ms', timers._ms(t.last_run_at - 'epoch'::timestamptz),
-                   'last_error', t.last_error) ORDER BY l.relation DESC, l.position, t.name), '[]')
-          FROM (SELECT w.upstream_id AS id, 'follows' AS relation, w.position
-                  FROM timers.follows w, me WHERE w.follower_id = me.id
-                UNION ALL
-                SELECT w.follower_id, 'followed_by', 0 FROM timers.follows w, me WHERE w.upstream_id = me.id) l
-          JOIN timers.timers t ON t.id = l.id
+                   'name', t.name, 'relation', l.relation, 'last_ok', s.last_ok,
+                   'last_due_ms', s.last_due_ms, 'last_run_ms', s.last_run_ms,
+                   'last_error', s.last_error) ORDER BY l.relation DESC, l.position, t.name), '[]')
+          FROM l JOIN timers.timers t ON t.id = l.id JOIN timers.status s ON s.name = t.name
     $$;
 
 -- ---------------------------------------------------------------------------
