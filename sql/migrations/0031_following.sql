@@ -38,3 +38,7 @@ CREATE INDEX follow_dues_ready ON timers.follow_dues (ready_at, follower_id, due
 -- One change of what timers follow at a time: a cycle is looked for in what is committed.
 INSERT INTO timers.locks (name, note)
 VALUES ('follows', 'one change of what timers follow at a time: the cycle check sees the others');
+
+-- A timer's definition from jsonb gained after: a changed return type, which CREATE OR
+-- REPLACE cannot make. The code (sql/code/09_timers_api.sql) creates it again.
+DROP FUNCTION IF EXISTS timers._timer_args(jsonb);
