@@ -19,10 +19,11 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-Kind = Literal["bool", "str", "time", "int", "int32", "interval"]
+Kind = Literal["bool", "str", "time", "int", "int32", "interval", "names"]
 
 # SQL type (as format_type prints it) -> what a value is on the way in: `time` is ISO 8601
-# text, `interval` text PostgreSQL reads ('30 seconds'); `int` is a bigint, `int32` an integer
+# text, `interval` text PostgreSQL reads ('30 seconds'); `int` is a bigint, `int32` an integer;
+# `names` a list of timer names (a JSON array of strings)
 KINDS: dict[str, Kind] = {
     "boolean": "bool",
     "text": "str",
@@ -30,6 +31,7 @@ KINDS: dict[str, Kind] = {
     "bigint": "int",
     "integer": "int32",
     "interval": "interval",
+    "text[]": "names",
 }
 
 
@@ -198,6 +200,14 @@ OPTIONS: tuple[Option, ...] = (
         choices=("all", "failures"),
         group=TOLD,
         console=True,
+    ),
+    Option(
+        "after",
+        "text[]",
+        None,
+        "with schedule 'after': the timers it waits for; it runs once for each of their due"
+        " times, after all of them succeeded (docs/running.md)",
+        default_words="none",
     ),
     Option(
         "run_group",

@@ -130,8 +130,8 @@ def cmd_enable(conn: psycopg.Connection, args: argparse.Namespace) -> int:
 
 
 def cmd_delete(conn: psycopg.Connection, args: argparse.Namespace) -> int:
-    """Delete a timer."""
-    _print_json(_one(conn, "delete_timer", {"name": args.name}))
+    """Delete a timer (--cascade: also out of what others follow)."""
+    _print_json(_one(conn, "delete_timer", {"name": args.name, "cascade": args.cascade}))
     return ExitCode.OK
 
 
@@ -188,6 +188,12 @@ def add_parsers(sub: Subparsers) -> None:
 
     p = add_command(sub, "delete", "delete a timer", "pgtimers delete nightly")
     p.add_argument("name")
+    p.add_argument(
+        "--cascade",
+        action="store_true",
+        help="a timer others follow: take it out of their lists (and delete one that"
+        " follows nothing else); without it, refused",
+    )
     p.set_defaults(func=with_conn(cmd_delete))
 
     p = add_command(

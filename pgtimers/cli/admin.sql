@@ -26,7 +26,7 @@ SELECT t, to_char(t AT TIME ZONE z.zone, 'Dy YYYY-MM-DD HH24:MI:SS') || ' ' || z
 SELECT row_to_json(s) FROM timers.enable(%(name)s, %(enabled)s) s;
 
 -- name: delete_timer
-SELECT timers.delete(%(name)s);
+SELECT timers.delete(%(name)s, cascade => %(cascade)s);
 
 -- name: run_timer
 CALL timers.run(%(name)s);

@@ -26,6 +26,7 @@ examples:
   pgtimers save report 'daily 06:00' 'CALL report()' --catch-up-window '2 hours'
   pgtimers save vacuum_events 'daily 03:00' 'VACUUM (ANALYZE) events' --autonomous
   pgtimers save totals 'every 1s' 'CALL add_totals()' --deadline '30 seconds' --history failures
+  pgtimers save candles after 'CALL candles()' --after import_ticks,import_prices
 """
 
 
@@ -53,6 +54,11 @@ def timer_of(args: argparse.Namespace) -> str:
     return timer_json({key: getattr(args, key) for key in KEYS})
 
 
+def _names(value: str) -> list[str]:
+    """The timer names of one --after: comma-separated."""
+    return [name.strip() for name in value.split(",") if name.strip()]
+
+
 def _add_flag(parser: argparse._ActionsContainer, option: Option) -> None:
     """The flag of one option; not given, it is None (or the boolean's default), which
     timers.save takes as the option's default."""
@@ -67,6 +73,16 @@ def _add_flag(parser: argparse._ActionsContainer, option: Option) -> None:
         # a bigint counts (max_runs: 1 or more); an integer's range is timers.save's to say
         kind = positive if option.kind == "int" else whole
         parser.add_argument(option.cli_flag, type=kind, metavar="N", help=helped)
+    elif option.kind == "names":
+        # repeated, or comma-separated: --after ticks --after prices, --after ticks,prices
+        parser.add_argument(
+            option.cli_flag,
+            dest=option.name,
+            action="extend",
+            type=_names,
+            metavar="TIMER",
+            help=helped,
+        )
     elif option.choices:
         parser.add_argument(option.cli_flag, choices=option.choices, help=helped)
     else:

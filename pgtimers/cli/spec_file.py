@@ -24,8 +24,16 @@ else:  # pragma: no cover - Python 3.10 (dependency: tomli; python_version < "3.
 
 # what each key may hold; an interval is text PostgreSQL reads ('30 seconds')
 _TEXT, _INT, _BOOL, _TIME, _DAY = "text", "integer", "boolean", "time", "date"
+_NAMES = "names"
 # an option's kind (options.py) -> what its key holds in a file
-_OPTION_KEY = {"bool": _BOOL, "str": _TEXT, "time": _TIME, "int": _INT, "int32": _INT}
+_OPTION_KEY = {
+    "bool": _BOOL,
+    "str": _TEXT,
+    "time": _TIME,
+    "int": _INT,
+    "int32": _INT,
+    "names": _NAMES,
+}
 TIMER_KEYS: dict[str, str] = {
     **dict.fromkeys(REQUIRED, _TEXT),
     "sql_file": _TEXT,
@@ -164,6 +172,9 @@ def _value(kind: str, value: Any) -> tuple[Any, str | None]:
         if isinstance(value, dt.datetime):
             return value.isoformat(), None
         return (value, None) if isinstance(value, str) else (None, "a date-time")
+    if kind == _NAMES:
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        return (value, None) if ok else (None, "an array of timer names")
     if kind == _DAY:
         if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
             return value.isoformat(), None

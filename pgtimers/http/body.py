@@ -15,7 +15,8 @@ BIGINT_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 
 # key -> (kind, required); kinds: str, bool, int (bigint), int32 (integer), time (ISO text or
-# Unix ms), interval (text or seconds), tables. A timer's keys are its options' (options.py).
+# Unix ms), interval (text or seconds), tables, names (timers'). A timer's keys are its
+# options' (options.py).
 SAVE_KEYS: dict[str, tuple[str, bool]] = {
     **dict.fromkeys(REQUIRED, ("str", True)),
     **{option.name: (option.kind, False) for option in OPTIONS},
@@ -38,6 +39,7 @@ _KIND_WORDS = {
     "time": "a time (ISO 8601 text, or Unix milliseconds)",
     "interval": "an interval (text like '5 minutes', or a number of seconds)",
     "tables": "a list of table names",
+    "names": "a list of timer names",
 }
 
 
@@ -128,6 +130,10 @@ def _check(key: str, kind: str, value: Any, required: bool) -> Any:
         return _time(key, value)
     if kind == "interval":
         return _interval(key, value)
+    if kind == "names":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise _wrong(key, kind, value)
+        return [_text(key, v) for v in value]
     return _tables(key, value)
 
 

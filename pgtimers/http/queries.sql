@@ -138,7 +138,8 @@ SELECT (SELECT row_to_json(k)::text FROM timers.keyed k WHERE k.key = $1::text),
 -- what each run said: its messages); the
 -- runs of the window (the newest 5000) as chart points [started_ms, due_ms, late_ms,
 -- took_ms, outcome, kind]; runs, failures and skips per hour of the window; whether the
--- caller may read timers.audit (timer_audit, below). Times are Unix milliseconds.
+-- caller may read timers.audit (timer_audit, below); what it follows and what follows it
+-- (timers._follow_links). Times are Unix milliseconds.
 WITH s AS (
     SELECT st.* FROM timers.status st WHERE lower(st.name) = lower($1::text)
 ), tid AS (
@@ -200,7 +201,8 @@ SELECT json_build_object(
            'points_cut', (SELECT count(*) = 5000 FROM win),
            'hours', coalesce((SELECT json_agg(json_build_array(hour_ms, runs, failures, skips)
                                 ORDER BY hour_ms) FROM hours), '[]'::json),
-           'audit_readable', has_table_privilege('timers.audit', 'SELECT'))::text
+           'audit_readable', has_table_privilege('timers.audit', 'SELECT'),
+           'follows', timers._follow_links(s.name))::text
   FROM s
 
 -- name: timer_audit

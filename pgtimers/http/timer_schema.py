@@ -100,6 +100,7 @@ _OPTION_KINDS: dict[str, dict[str, Any]] = {
         "oneOf": [{"type": "string"}, {"type": "number"}],
         "description": "an interval ('5 minutes') or seconds",
     },
+    "names": {"type": "array", "items": {"type": "string"}, "description": "timer names"},
 }
 
 

@@ -86,6 +86,12 @@ HISTORY_FIELDS = {
         "items": _LIST,
     },
     "audit_readable": {"type": "boolean"},
+    "follows": {
+        "type": "array",
+        "items": {"type": "object"},
+        "description": "the timers it follows (relation follows) and those that follow it"
+        " (followed_by), each with name, last_ok, last_due_ms, last_run_ms and last_error",
+    },
     "window": {"type": "string", "enum": list(WINDOWS)},
     "audit": {
         "type": "array",

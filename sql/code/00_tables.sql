@@ -43,6 +43,14 @@ GRANT UPDATE (finished_at, result)
 -- (a pause after failures turns a timer off through timers._pause: never this grant)
 GRANT UPDATE (next_due_at, expired, last_due_at, last_run_at, last_late_ms, max_late_ms, last_ok, last_error, last_took_ms, last_rows, runs, scheduled_runs, failures, skipped, last_skip_at, last_skip_reason, caught_up, catch_up_due_at, retry_due_at, retry_attempt, retry_at, fail_streak, deadline_due_at, deadline_missed, deadline_missed_at, last_success_at, took_counts, took_sum_ms, late_counts, late_sum_ms)
     ON timers.timers TO pgtimers_runner;
+GRANT SELECT ON timers.follows TO pgtimers_reader;
+-- (what a timer follows, by name: timers._follow_links)
+GRANT SELECT (id, name) ON timers.timers TO pgtimers_reader;
+GRANT SELECT ON timers.follows TO pgtimers_runner;
+GRANT SELECT ON timers.follow_dues TO pgtimers_reader;
+GRANT SELECT, INSERT, DELETE ON timers.follow_dues TO pgtimers_runner;
+GRANT UPDATE (waiting_for, skip_reason, state, ready_at)
+    ON timers.follow_dues TO pgtimers_runner;
 GRANT SELECT ON timers.autonomous_runs TO pgtimers_reader;
 GRANT SELECT, INSERT, DELETE ON timers.autonomous_runs TO pgtimers_runner;
 -- (the runner says which session of the owner runs the attempt; never what the attempt is)
@@ -138,3 +146,7 @@ COMMENT ON COLUMN timers.timers.autonomous IS
     'Whether the timer''s SQL runs as its owner in a session of its own, statement by statement, each committing by itself (VACUUM, CREATE INDEX CONCURRENTLY, procedures that COMMIT), instead of in the runner''s transaction (docs/running.md, "Autonomous timers").';
 COMMENT ON TABLE timers.autonomous_runs IS
     'The attempts of autonomous timers under way: claimed and committed as started, not yet reported back. One whose sessions are gone is recorded as failed, "interrupted: ...".';
+COMMENT ON TABLE timers.follows IS
+    'Timers that wait for other timers (timers.save(..., after => ARRAY[...])): one row per follower and timer it follows, by id, in the order given.';
+COMMENT ON TABLE timers.follow_dues IS
+    'The due times of followers: one row per follower and due time an upstream recorded, waiting for the upstreams still to succeed (waiting_for), ready to run or to be skipped (skip_reason), then done; written with the upstream''s record, claimed by one runner.';

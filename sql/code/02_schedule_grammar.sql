@@ -854,6 +854,13 @@ BEGIN
                       || jsonb_build_object('schedule', array_to_string(w, ' '));
         ELSIF v_first LIKE '@%' AND v_nw = 1 THEN
             v_spec := timers._parse_cron(w[1]);
+        ELSIF v_first = 'after' THEN
+            -- a follower: no due times of its own, those of the timers it follows (its
+            -- save's after => ARRAY[...]; timers._check_after)
+            IF v_nw <> 1 THEN
+                PERFORM timers._schedule_fail('''after'' is the whole schedule of a timer that waits for others; name them with after => ARRAY[...]');
+            END IF;
+            v_spec := jsonb_build_object('kind', 'after', 'schedule', 'after');
         ELSIF v_first = 'once' THEN
             v_spec := timers._parse_once(array_to_string(w[2:], ' '), v_zone);
         ELSIF v_first = 'in' THEN

@@ -465,6 +465,10 @@ BEGIN
     IF spec IS NULL OR after IS NULL OR NOT isfinite(after) THEN
         RETURN NULL;
     END IF;
+    IF spec->>'kind' = 'after' THEN
+        -- a follower has no due times of its own (timers.follow_dues holds them)
+        RETURN NULL;
+    END IF;
     IF spec->>'kind' = 'once' THEN
         v_at := (spec->>'at')::timestamptz;
         RETURN CASE WHEN v_at > after AND (start_at IS NULL OR v_at >= start_at) THEN v_at END;

@@ -196,7 +196,7 @@ $$;
 -- A timer's definition from jsonb: name, schedule and sql, and the options of
 -- timers.save (enabled, timezone, catch_up, start_at, end_at, max_runs, timeout,
 -- locked, test_clock, retries, retry_delay, pause_after, jitter, priority,
--- catch_up_window, autonomous, deadline, history, run_group); 22023
+-- catch_up_window, autonomous, deadline, history, after, run_group); 22023
 -- naming an unknown key or a value of the wrong type. A JSON null is the default,
 -- except for enabled, locked and autonomous (22004).
 CREATE OR REPLACE FUNCTION timers._timer_args(
@@ -206,7 +206,7 @@ CREATE OR REPLACE FUNCTION timers._timer_args(
     OUT timeout interval, OUT locked boolean, OUT test_clock text, OUT retries integer,
     OUT retry_delay interval, OUT pause_after integer, OUT jitter interval, OUT priority integer,
     OUT catch_up_window interval, OUT autonomous boolean, OUT deadline interval,
-    OUT history text, OUT run_group text)
+    OUT history text, OUT after text[], OUT run_group text)
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -214,7 +214,8 @@ DECLARE
     c_keys constant text[] := ARRAY['name', 'schedule', 'sql', 'enabled', 'timezone', 'catch_up',
                                     'start_at', 'end_at', 'max_runs', 'timeout', 'locked', 'test_clock',
                                     'retries', 'retry_delay', 'pause_after', 'jitter', 'priority',
-                                    'catch_up_window', 'autonomous', 'deadline', 'history', 'run_group'];
+                                    'catch_up_window', 'autonomous', 'deadline', 'history', 'after',
+                                    'run_group'];
     v_key text;
     v_value text;
 BEGIN
@@ -227,7 +228,14 @@ BEGIN
             RAISE EXCEPTION 'unknown option %: use %', timers._quoted(v_key),
                 array_to_string(c_keys, ', ') USING ERRCODE = '22023';
         END IF;
-        IF jsonb_typeof(p_timer->v_key) IN ('object', 'array') THEN
+        IF v_key = 'after' AND jsonb_typeof(p_timer->v_key) IN ('array', 'null') THEN
+            IF EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(nullif(p_timer->v_key, 'null'), '[]')) e
+                        WHERE jsonb_typeof(e) <> 'string') THEN
+                RAISE EXCEPTION 'option after must be an array of timer names' USING ERRCODE = '22023';
+            END IF;
+            CONTINUE;
+        END IF;
+        IF jsonb_typeof(p_timer->v_key) IN ('object', 'array') OR v_key = 'after' THEN
             RAISE EXCEPTION 'option % must be a string, a number or true/false', v_key
                 USING ERRCODE = '22023';
         END IF;
@@ -239,6 +247,8 @@ BEGIN
     catch_up := p_timer->>'catch_up';
     test_clock := p_timer->>'test_clock';
     history := coalesce(p_timer->>'history', 'all');
+    after := CASE WHEN jsonb_typeof(p_timer->'after') = 'array'
+                  THEN ARRAY(SELECT jsonb_array_elements_text(p_timer->'after')) END;
     run_group := p_timer->>'run_group';
     -- All casts in one block (one subtransaction, not one per option); only a bad
     -- value pays for finding which option it is.
@@ -360,7 +370,7 @@ BEGIN
                                     managed_by, run_group)
     VALUES (a.name, v_spec->>'schedule', v_spec, a.sql, a.enabled, v_zone, a.catch_up, a.start_at,
             a.end_at, a.max_runs, a.timeout, a.locked, a.test_clock, p_owner, p_executor,
-            v_row.zone, v_next, v_next IS NULL AND a.enabled, a.retries, a.retry_delay, a.pause_after,
+            v_row.zone, v_next, v_next IS NULL AND a.enabled AND v_spec->>'kind' <> 'after', a.retries, a.retry_delay, a.pause_after,
             nullif(a.jitter, interval '0'), a.priority, a.catch_up_window, v_now, a.autonomous,
             a.deadline, a.history, p_managed_by, a.run_group)
     ON CONFLICT ((lower(name))) DO UPDATE
@@ -385,6 +395,8 @@ BEGIN
             retry_due_at = NULL, retry_attempt = NULL, retry_at = NULL, fail_streak = 0,
             paused_at = NULL
     RETURNING t.* INTO v_row;
+    -- what it follows (schedule 'after'): refused, the whole save is undone
+    PERFORM timers._set_follows(v_row, a.after);
     IF v_old.retry_at IS NOT NULL THEN
         PERFORM timers._record_skips(v_old, ARRAY[v_old.retry_due_at], 1, v_old.retry_due_at,
             v_old.retry_due_at, 'saved again before its retry', '');
@@ -397,7 +409,8 @@ BEGIN
         'test_clock', a.test_clock, 'retries', a.retries, 'retry_delay', a.retry_delay,
         'pause_after', a.pause_after, 'jitter', nullif(a.jitter, interval '0'), 'priority', a.priority,
         'catch_up_window', a.catch_up_window, 'autonomous', a.autonomous, 'deadline', a.deadline,
-        'history', a.history) || jsonb_strip_nulls(jsonb_build_object('run_group', a.run_group)));
+        'history', a.history, 'after', a.after)
+        || jsonb_strip_nulls(jsonb_build_object('run_group', a.run_group)));
     RETURN v_row.name;
 END
 $$;
@@ -468,7 +481,7 @@ CREATE OR REPLACE FUNCTION timers.save(
     retries integer DEFAULT 0, retry_delay interval DEFAULT '30 seconds', pause_after integer DEFAULT NULL,
     jitter interval DEFAULT NULL, priority integer DEFAULT 0, catch_up_window interval DEFAULT NULL,
     autonomous boolean DEFAULT false, deadline interval DEFAULT NULL, history text DEFAULT 'all',
-    run_group text DEFAULT NULL)
+    after text[] DEFAULT NULL, run_group text DEFAULT NULL)
     RETURNS timers.status
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -498,7 +511,7 @@ BEGIN
         'priority', save.priority, 'run_group', save.run_group,
         'catch_up_window', save.catch_up_window,
         'autonomous', save.autonomous, 'deadline', save.deadline,
-        'history', coalesce(save.history, 'all'))))[1]);
+        'history', coalesce(save.history, 'all'), 'after', to_jsonb(save.after))))[1]);
 EXCEPTION WHEN OTHERS THEN
     -- the refusal as this call's own: one line, without the CONTEXT lines of the
     -- internal routines that raised it (same SQLSTATE, message, detail and hint)
@@ -593,8 +606,8 @@ $$;
 COMMENT ON FUNCTION timers.save_many(jsonb) IS
     'Save many timers in one call, all or none: a JSON array of {name, schedule, sql, ...options of timers.save}. Returns how many. Needs pgtimers_admin.';
 
-COMMENT ON FUNCTION timers.save(text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text, integer, interval, integer, interval, integer, interval, boolean, interval, text, text) IS
-    'Create or replace a timer; it runs as the role in effect now. Options: retries, retry_delay, pause_after, jitter, priority, catch_up_window, autonomous, deadline, history, run_group (docs/running.md). Returns its timers.status row. Needs pgtimers_admin.';
+COMMENT ON FUNCTION timers.save(text, text, text, boolean, text, text, timestamptz, timestamptz, bigint, interval, boolean, text, integer, interval, integer, interval, integer, interval, boolean, interval, text, text[], text) IS
+    'Create or replace a timer; it runs as the role in effect now. Options: retries, retry_delay, pause_after, jitter, priority, catch_up_window, autonomous, deadline, history, after (with schedule ''after'': the timers it waits for), run_group (docs/running.md). Returns its timers.status row. Needs pgtimers_admin.';
 
 -- The body of timers.enable; on a running timer the change waits for its run's end.
 CREATE OR REPLACE FUNCTION timers._set_enabled(p_actor name, p_name text, p_enabled boolean) RETURNS text
@@ -648,25 +661,30 @@ COMMENT ON FUNCTION timers.enable(text, boolean) IS
     'Turn a timer on (true) or off (false); a timer that is off still runs with CALL timers.run. Needs pgtimers_admin.';
 
 -- The body of timers.delete; on a running timer the delete waits for its run's end.
-CREATE OR REPLACE FUNCTION timers._delete(p_actor name, p_name text) RETURNS void
+CREATE OR REPLACE FUNCTION timers._delete(p_actor name, p_name text, p_cascade boolean DEFAULT false)
+    RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     PERFORM timers._take_ticket(p_actor, 'delete a timer');
-    PERFORM timers._delete_timer(p_actor, p_name);
+    PERFORM timers._delete_timer(p_actor, p_name, coalesce(p_cascade, false));
 END
 $$;
 
 -- Delete timer p_name for p_actor (proven by the caller): at once, or at the end of its
--- run; audited, and the runners told.
-CREATE OR REPLACE FUNCTION timers._delete_timer(p_actor name, p_name text) RETURNS void
+-- run; audited, and the runners told. A timer others follow is refused unless
+-- p_cascade, which takes it out of their lists and deletes those left following nothing
+-- (timers._unfollow).
+CREATE OR REPLACE FUNCTION timers._delete_timer(p_actor name, p_name text, p_cascade boolean DEFAULT false)
+    RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     r record;
     t timers.timers;
+    v_orphan text;
 BEGIN
     r := timers._lock_or_running(p_name);
     t := r.t;
@@ -674,11 +692,15 @@ BEGIN
         PERFORM timers._no_such_timer(p_name);
     END IF;
     PERFORM timers._refuse_locked(t, 'deleted');
+    FOREACH v_orphan IN ARRAY timers._unfollow(t, p_cascade) LOOP
+        PERFORM timers._delete_timer(p_actor, v_orphan, true);
+    END LOOP;
     IF r.running THEN
         PERFORM timers._ask_pending(p_actor, t, 'delete');
         RETURN;
     END IF;
     DELETE FROM timers.timers WHERE id = t.id;
+    DELETE FROM timers.follow_dues d WHERE d.follower_id = t.id;
     PERFORM timers._end_backfills(t.id, 'the timer was deleted');
     PERFORM timers._audit(p_actor, 'delete', t.name,
                           jsonb_build_object('schedule', t.schedule, 'sql', t.sql, 'owner', t.owner));
@@ -686,19 +708,19 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION timers.delete(name text) RETURNS jsonb
+CREATE OR REPLACE FUNCTION timers.delete(name text, cascade boolean DEFAULT false) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     PERFORM timers._require_admin('delete a timer');
-    PERFORM timers._delete(current_user, delete.name);
+    PERFORM timers._delete(current_user, delete.name, delete.cascade);
     RETURN '{"deleted": true}'::jsonb;
 END
 $$;
 
-COMMENT ON FUNCTION timers.delete(text) IS
-    'Delete a timer; returns {"deleted": true}. Unknown name: SQLSTATE P0002. Needs pgtimers_admin.';
+COMMENT ON FUNCTION timers.delete(text, boolean) IS
+    'Delete a timer; returns {"deleted": true}. Unknown name: SQLSTATE P0002. A timer others follow: SQLSTATE 2BP01 naming them, unless cascade => true (it leaves their lists; one left following nothing is deleted too). Needs pgtimers_admin.';
 
 -- The body of timers.set_timezone: the timers without a zone of their own are planned
 -- again.
@@ -803,6 +825,8 @@ BEGIN
     END IF;
     IF v_action = 'delete' THEN
         DELETE FROM timers.timers WHERE id = p_id;
+        DELETE FROM timers.follow_dues d WHERE d.follower_id = p_id;
+        DELETE FROM timers.follows w WHERE w.upstream_id = p_id;
         PERFORM timers._end_backfills(p_id, 'the timer was deleted');
     ELSE
         t.enabled := v_action = 'enable';
@@ -957,13 +981,13 @@ REVOKE ALL ON FUNCTION
     timers._check_jitter(interval,timers.timers,timestamp with time zone),
     timers._require_calendar(jsonb),
     timers._save(name,jsonb),
-    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean,interval,text,text),
+    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean,interval,text,text[],text),
     timers.save_json(jsonb),
     timers._set_enabled(name,text,boolean),
     timers.enable(text,boolean),
-    timers._delete(name,text),
-    timers._delete_timer(name,text),
-    timers.delete(text),
+    timers._delete(name,text,boolean),
+    timers._delete_timer(name,text,boolean),
+    timers.delete(text,boolean),
     timers._set_timezone(name,text),
     timers.set_timezone(text),
     timers.unlock(text),
@@ -984,17 +1008,17 @@ GRANT EXECUTE ON FUNCTION
     timers._check_history(text),
     timers._check_jitter(interval,timers.timers,timestamp with time zone),
     timers._require_calendar(jsonb),
-    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean,interval,text,text),
+    timers.save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean,interval,text,text[],text),
     timers.save_json(jsonb),
     timers.save_many(jsonb),
     timers.enable(text,boolean),
-    timers.delete(text),
+    timers.delete(text,boolean),
     timers.set_timezone(text)
     TO PUBLIC;
 GRANT EXECUTE ON FUNCTION
     timers._save(name,jsonb),
     timers._set_enabled(name,text,boolean),
-    timers._delete(name,text),
+    timers._delete(name,text,boolean),
     timers._set_timezone(name,text),
     timers._cancel(name,text),
     timers.cancel(text)

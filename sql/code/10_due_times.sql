@@ -7,7 +7,8 @@
 
 -- When the runner must look next (db_now, wake_at) and the first due time still
 -- ahead (next_at): the earliest fire or owed time on the server's clock, or now when
--- a test-clock timer, a keyed timer on one, a backfill or a run-now request is waiting. Each part
+-- a test-clock timer, a keyed timer on one, a backfill, a follower's due time or a run-now
+-- request is waiting. Each part
 -- reads one index entry. PL/pgSQL, not SQL: its plan is made once per session and
 -- kept (a SQL function's is made again on every call, which cost more than running it).
 CREATE OR REPLACE FUNCTION timers._next_wake(
@@ -35,6 +36,10 @@ BEGIN
                        AND t.fire_at <= c.now)),
                 (SELECT now() WHERE EXISTS (
                     SELECT 1 FROM timers.backfill_jobs b WHERE b.state = 'running')),
+                -- a follower's due time its upstream timers released (not behind its retry)
+                (SELECT now() WHERE EXISTS (
+                    SELECT 1 FROM timers.follow_dues d JOIN timers.timers t ON t.id = d.follower_id
+                     WHERE d.state = 'ready' AND t.retry_at IS NULL)),
                 (SELECT now() WHERE EXISTS (
                     SELECT 1 FROM timers.run_requests r
                      WHERE r.finished_at IS NULL AND r.requested_at > now() - interval '5 minutes'
@@ -83,6 +88,9 @@ BEGIN
     END IF;
     PERFORM timers._event('skipped', t.name, p_first, NULL, '', '', jsonb_build_object(
         'count', p_count, 'last', timers._iso(p_last), 'reason', p_reason));
+    IF EXISTS (SELECT 1 FROM timers.follows w WHERE w.upstream_id = t.id) THEN
+        PERFORM timers._tell_followers_skipped(t, p_dues, p_first, p_last, p_reason);
+    END IF;
     IF t.deadline IS NOT NULL THEN
         PERFORM timers._deadline_skipped(t, p_first, p_last, p_count);
     END IF;
@@ -220,7 +228,7 @@ DECLARE
     v_at timestamptz;
     v_next timestamptz;
 BEGIN
-    IF p_due IS NULL OR t.spec->>'kind' = 'once' THEN
+    IF p_due IS NULL OR t.spec->>'kind' IN ('once', 'after') THEN
         RETURN NULL;
     END IF;
     IF t.start_at IS NOT NULL THEN

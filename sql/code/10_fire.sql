@@ -97,7 +97,8 @@ END
 $$;
 
 -- One fire, the runner's whole round trip: claim the oldest run-now request, else
--- the due timer that fires first (timers._claim_due), else (or only, with
+-- the due timer that fires first (timers._claim_due), else a follower's released due
+-- time (timers._claim_follow, run as a timer's: timers._run_due), else (or only, with
 -- p_keyed_only) the next keyed timer in tick order, else a backfill's next due time
 -- (timers._claim_backfill), and run it, in the caller's
 -- transaction. p_timeout_ms is the time limit the caller's statement runs under; a
@@ -156,6 +157,10 @@ BEGIN
             END IF;
             IF v_kind IS NULL THEN
                 c := timers._claim_due(p_skip, v_full);
+                IF c.id IS NULL THEN
+                    -- a follower's due time that its upstream timers have released
+                    c := timers._claim_follow(p_skip, v_full);
+                END IF;
                 v_id := c.id;
                 v_at := c.due_at;
                 v_timeout := c.timeout;
@@ -484,6 +489,10 @@ BEGIN
     END IF;
     IF t.retry_due_at = p_due THEN
         RETURN timers._run_retry(t, p_runner, p_lost);
+    END IF;
+    IF t.spec->>'kind' = 'after' THEN
+        -- a follower's due time (timers.follow_dues)
+        RETURN timers._run_follow(t, p_due, p_runner, p_lost);
     END IF;
     IF t.next_due_at IS DISTINCT FROM p_due OR t.retry_at IS NOT NULL THEN
         RETURN NULL;
@@ -1312,6 +1321,11 @@ BEGIN
     ELSIF t.last_ok = false THEN
         v_nil := timers._event('recovered', t.name, p_due, p_attempt, '', '',
             jsonb_build_object('kind', p_kind), v_run);
+    END IF;
+    -- the timers that follow it learn how the due time ended (a retry to come: not yet)
+    IF (v_ok OR p_retry_at IS NULL) AND EXISTS (SELECT 1 FROM timers.follows w WHERE w.upstream_id = t.id) THEN
+        v_nil := timers._tell_followers(t, p_due, v_ok,
+            format('%s failed at due time %s: %s', t.name, timers._iso(p_due), r.error));
     END IF;
     IF t.deadline IS NOT NULL THEN
         v_nil := timers._deadline_recorded(t, p_due, v_ok, p_retry_at IS NULL, p_attempt, p_late,

@@ -19,8 +19,9 @@ BEGIN
         'max_runs', t.max_runs, 'timeout', t.timeout::text, 'locked', t.locked,
         'test_clock', t.test_clock, 'retries', t.retries, 'retry_delay', t.retry_delay::text,
         'pause_after', t.pause_after, 'jitter', t.jitter::text, 'priority', t.priority::integer,
-        'run_group', t.run_group, 'catch_up_window', t.catch_up_window::text, 'autonomous', t.autonomous,
-        'deadline', t.deadline::text, 'history', t.history);
+        'catch_up_window', t.catch_up_window::text, 'autonomous', t.autonomous,
+        'deadline', t.deadline::text, 'history', t.history, 'after', timers._follow_names(t.id),
+        'run_group', t.run_group);
 END
 $$;
 
@@ -96,7 +97,8 @@ BEGIN
     n.autonomous := a.autonomous;
     n.deadline := a.deadline;
     n.history := a.history;
-    RETURN timers._timer_options(n) = timers._timer_options(o);
+    RETURN timers._timer_options(n) - 'after' = timers._timer_options(o) - 'after'
+       AND lower(coalesce(a.after, '{}')::text) = lower(coalesce(timers._follow_names(o.id), '{}')::text);
 END
 $$;
 
@@ -302,6 +304,7 @@ DECLARE
     v_hint text;
     v_cal jsonb;
     c record;
+    v_after text[];
 BEGIN
     PERFORM timers._take_ticket(p_actor, 'apply timers');
     IF NOT pg_has_role(p_actor, timers._role('admin'), 'MEMBER') THEN
@@ -329,7 +332,8 @@ BEGIN
             RETURN NEXT;
         END LOOP;
         v_executor := timers._ensure_executor(p_actor);
-        FOR v_timer IN SELECT e FROM jsonb_array_elements(coalesce(p_spec->'timer', '[]')) e LOOP
+        -- in the order of the set, except that a timer comes after those it follows
+        FOR v_timer IN SELECT e FROM timers._follow_order(coalesce(p_spec->'timer', '[]')) e LOOP
             v_name := v_timer->>'name';
             SELECT * INTO o FROM timers.timers x WHERE lower(x.name) = lower(v_name);
             v_changes := NULL;
@@ -339,10 +343,16 @@ BEGIN
                     v_changes := '{}';
                     v_action := 'unchanged';
                 ELSE
+                    -- (what it followed, before the save changes it: _timer_changes reads it after)
+                    v_after := timers._follow_names(o.id);
                     PERFORM timers._save_one(p_actor, v_executor, v_timer, NULL, v_label, true);
                     SELECT * INTO n FROM timers.timers x WHERE lower(x.name) = lower(v_name);
                     v_changes := CASE WHEN o.id IS NULL THEN timers._timer_definition(n)
                                       ELSE timers._timer_changes(o, n) END;
+                    IF o.id IS NOT NULL AND v_after IS DISTINCT FROM timers._follow_names(n.id) THEN
+                        v_changes := v_changes || jsonb_build_object('after', jsonb_build_object(
+                            'from', v_after, 'to', timers._follow_names(n.id)));
+                    END IF;
                     v_action := CASE WHEN o.id IS NULL THEN 'create' WHEN v_changes = '{}' THEN 'unchanged'
                                      ELSE 'update' END;
                     IF o.locked AND v_action = 'update' THEN
@@ -370,9 +380,10 @@ BEGIN
             RETURN NEXT;
         END LOOP;
         IF p_prune THEN
+            -- a timer before those it follows (their delete would be refused while it does)
             FOR o IN SELECT * FROM timers.timers x
                       WHERE x.managed_by = v_label AND NOT lower(x.name) = ANY (v_names)
-                      ORDER BY lower(x.name) LOOP
+                      ORDER BY timers._follow_depth(x.id) DESC, lower(x.name) LOOP
                 BEGIN
                     PERFORM timers._delete_timer(p_actor, o.name);
                 EXCEPTION WHEN OTHERS THEN

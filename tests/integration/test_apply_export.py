@@ -119,3 +119,37 @@ def test_the_example_of_the_docs_applies(
     assert applied.stdout.count("+ create") >= 4
     assert set(names(conn).values()) == {"shop"}
     assert cli(db, "apply", path, "--check").returncode == 0
+
+
+def test_an_export_with_followers_applies_back_in_their_order(
+    db: Database, conn: psycopg.Connection, tmp_path: Path
+) -> None:
+    # names that an export lists before the timers they follow
+    conn.execute("SELECT timers.save('zeta', 'every 5m', 'SELECT 1')")
+    conn.execute("SELECT timers.save('beta', 'after', 'SELECT 2', after => ARRAY['zeta'])")
+    conn.execute("SELECT timers.save('alpha', 'after', 'SELECT 3', after => ARRAY['beta', 'zeta'])")
+    exported = cli(db, "export")
+    assert exported.returncode == 0, exported.stderr
+    assert 'after = ["beta", "zeta"]' in exported.stdout
+    path = write(tmp_path, "export.toml", exported.stdout)
+    plan = json.loads(cli(db, "apply", path, "--check", "--json").stdout)["plan"]
+    assert {s["action"] for s in plan} == {"unchanged"}
+    # on a database without them: created, each after what it follows
+    for name in ("alpha", "beta", "zeta"):
+        conn.execute("SELECT timers.delete(%s)", [name])
+    applied = cli(db, "apply", path)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    follows = "SELECT timers._follow_names(id) FROM timers.timers WHERE name = %s"
+    assert scalar(conn, follows, ["alpha"]) == ["beta", "zeta"]
+    assert scalar(conn, follows, ["beta"]) == ["zeta"]
+    # a changed list is an update that says so
+    changed = Path(path).read_text().replace('after = ["beta", "zeta"]', 'after = ["zeta"]')
+    plan = json.loads(cli(db, "apply", write(tmp_path, "changed.toml", changed), "--json").stdout)[
+        "plan"
+    ]
+    updated = {s["name"]: s["changes"] for s in plan if s["action"] == "update"}
+    assert updated == {"alpha": {"after": {"from": ["beta", "zeta"], "to": ["zeta"]}}}
+    # pruned together: the followers go first
+    pruned = cli(db, "apply", write(tmp_path, "empty.toml", "managed_by = 'apply'\n"), "--prune")
+    assert pruned.returncode == 0, pruned.stdout + pruned.stderr
+    assert scalar(conn, "SELECT count(*) FROM timers.timers") == 0

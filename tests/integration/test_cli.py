@@ -84,6 +84,22 @@ def test_bad_input_exits_2_with_the_error_on_stderr(
     assert result.stdout == ""
 
 
+def test_save_after_and_delete_cascade(db: Database) -> None:
+    assert cli(db, "save", "ticks", "every 1m", "SELECT 1").returncode == 0
+    assert cli(db, "save", "prices", "every 1m", "SELECT 1").returncode == 0
+    saved = cli(db, "save", "candles", "after", "SELECT 1", "--after", "ticks,prices")
+    assert saved.returncode == 0, saved.stderr
+    assert json.loads(saved.stdout)["schedule"] == "after"
+    again = cli(db, "save", "report", "after", "SELECT 1", "--after", "ticks", "--after", "candles")
+    assert again.returncode == 0, again.stderr
+    refused = cli(db, "delete", "ticks")
+    assert refused.returncode != 0
+    assert "timer 'ticks' is followed by 'candles', 'report'" in refused.stderr
+    assert cli(db, "delete", "ticks", "--cascade").returncode == 0
+    assert "ticks" not in cli(db, "list").stdout
+    assert "report" in cli(db, "list").stdout
+
+
 def test_next_previews_in_the_zone(db: Database) -> None:
     result = cli(db, "next", "sun-thu 11:00", "-n", "3", "--timezone", "Asia/Kathmandu")
     assert result.returncode == 0, result.stderr

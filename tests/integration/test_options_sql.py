@@ -96,7 +96,7 @@ def test_the_json_form_reads_the_same_options_with_the_same_defaults(
 
 
 # a value other than the default for every option (test_clock and run_group exclude
-# autonomous: two timers)
+# autonomous: two timers; after needs schedule 'after': a third)
 SAMPLES: list[dict[str, Any]] = [
     {
         "enabled": False,
@@ -119,6 +119,7 @@ SAMPLES: list[dict[str, Any]] = [
     },
     # (a run group is not for an autonomous timer)
     {"test_clock": "clk", "run_group": "heavy"},
+    {"schedule": "after", "after": ["up"]},
 ]
 _ROW = """
     SELECT to_jsonb(t) - ARRAY['id', 'name', 'created_at', 'updated_at', 'origin_at']
@@ -133,7 +134,7 @@ def _named_save(conn: psycopg.Connection, values: dict[str, Any]) -> None:
 
 
 def test_the_samples_set_every_option() -> None:
-    assert {key for sample in SAMPLES for key in sample} == set(BY_NAME)
+    assert {key for sample in SAMPLES for key in sample} - set(REQUIRED) == set(BY_NAME)
 
 
 @pytest.mark.parametrize("sample", SAMPLES)
@@ -141,6 +142,7 @@ def test_the_json_form_saves_what_the_named_form_saves(
     conn: psycopg.Connection, sample: dict[str, Any]
 ) -> None:
     conn.execute("SELECT timers.create_test_clock('clk', '2029-06-01Z')")
+    conn.execute("SELECT timers.save('up', 'every 10m', 'SELECT 1')")
     _named_save(conn, {**_MINIMAL, "name": "by_name", **sample})
     conn.execute(
         "SELECT timers.save_json(%s::jsonb)",
@@ -170,6 +172,8 @@ def test_the_json_form_saves_what_the_named_form_saves(
         {"schedule": "every day"},
         {"name": "bad name"},
         {"sql": "VACUUM"},
+        {"schedule": "after", "after": ["nope"]},
+        {"after": ["t"]},
     ],
     ids=lambda bad: ",".join(bad),
 )

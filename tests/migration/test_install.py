@@ -315,7 +315,7 @@ PUBLIC_ROUTINES = {
     "text,text,timestamp with time zone,text)",
     "cancel(text)",
     "create_test_clock(text,timestamp with time zone)",
-    "delete(text)",
+    "delete(text,boolean)",
     "delete_test_clock(text)",
     "drop_calendar(text)",
     "drop_old_partitions(regclass,interval)",
@@ -335,7 +335,7 @@ PUBLIC_ROUTINES = {
     "run(text,jsonb)",
     "save(text,text,text,boolean,text,text,timestamp with time zone,timestamp with time zone,"
     "bigint,interval,boolean,text,integer,interval,integer,interval,integer,interval,boolean,"
-    "interval,text,text)",
+    "interval,text,text[],text)",
     "backfill(text,timestamp with time zone,timestamp with time zone)",
     "cancel_backfill(bigint)",
     "save_calendar(text,text,date,date)",

@@ -228,6 +228,8 @@ RUNNER_UPDATES = {
     "backfill_jobs": {"done", "failed", "state", "next_at", "ended_at", "note"},
     # which session of the owner runs an autonomous attempt; never what the attempt is
     "autonomous_runs": {"owner_pid", "owner_login"},
+    # a follower's due time: what it waits for, whether it is ready or done; never whose
+    "follow_dues": {"waiting_for", "skip_reason", "state", "ready_at"},
 }  # fmt: skip
 
 

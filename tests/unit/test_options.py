@@ -36,6 +36,7 @@ _ARGUMENT = {
     "int": "5",
     "int32": "7",
     "interval": "1 minute",
+    "names": "a,b",
 }
 
 

@@ -1,6 +1,6 @@
 // pgtimers console: a timer's page (#/timer/NAME?db=DB): its settings, next due times,
-// charts, last runs and skips, audit rows and keyed timers. One GET of
-// /api/timers/NAME/history; keyed timers from GET /api/keyed?on=NAME.
+// charts, last runs and skips, audit rows, what it follows and what follows it, and keyed
+// timers. One GET of /api/timers/NAME/history; keyed timers from GET /api/keyed?on=NAME.
 "use strict";
 
 const page = { name: "", db: "", window: "24h", data: null, keyed: [] };
@@ -197,6 +197,23 @@ function renderAudit(d) {
   }
 }
 
+// What the timer waits for (schedule 'after') and what waits for it, each with its last result.
+function renderFollows(d) {
+  const links = d.follows || [];
+  $("#timer-follows-box").hidden = links.length === 0;
+  const list = $("#timer-follows");
+  list.textContent = "";
+  const when = zonedFormat(d.zone, { dateStyle: "medium", timeStyle: "medium" });
+  for (const l of links) {
+    const li = el("li", (l.relation === "follows" ? "follows " : "followed by ") + l.name + " · ");
+    const [word, cls] = l.last_ok === null ? ["never ran", "never"] : l.last_ok ? ["ok", "ok"] : ["failed", "failed"];
+    li.appendChild(el("span", word, "tag " + cls));
+    if (l.last_due_ms) li.appendChild(el("span", " · due " + when(l.last_due_ms), "muted"));
+    if (l.last_ok === false && l.last_error) li.appendChild(el("span", " · " + l.last_error, "muted"));
+    list.appendChild(li);
+  }
+}
+
 function renderKeyedOfTimer() {
   $("#timer-keyed-box").hidden = page.keyed.length === 0;
   const list = $("#timer-keyed");
@@ -218,6 +235,7 @@ function renderTimerPage() {
   renderCharts(d);
   renderRuns(d);
   renderAudit(d);
+  renderFollows(d);
   renderKeyedOfTimer();
 }
 

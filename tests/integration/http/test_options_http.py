@@ -30,6 +30,7 @@ def test_a_null_is_the_default(api: Client, conn: psycopg.Connection) -> None:
 
 def test_every_option_is_saved(api: Client, conn: psycopg.Connection) -> None:
     conn.execute("SELECT timers.create_test_clock('clk', '2029-06-01Z')")
+    conn.execute("SELECT timers.save('up', 'every 10m', 'SELECT 1')")  # what a sample follows
     for number, sample in enumerate(SAMPLES):
         body: dict[str, Any] = {**_MINIMAL, "name": f"t{number}", **sample}
         resp = api.post("/api/timers", body)
