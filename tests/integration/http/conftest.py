@@ -22,7 +22,7 @@ from psycopg import sql
 
 from pgtimers.http.server import HttpServer, start_http
 from pgtimers.http.settings import HttpSettings
-from tests.conftest import Database, Server, _Databases
+from tests.conftest import Database, Server, _Databases, cluster_wide_setup
 from tests.support.runner import RunnerProcess
 
 TOKEN = "test-token-0123456789abcdef"
@@ -165,7 +165,7 @@ def basic_roles(server: Server, template: str) -> Iterator[bool]:
     pg_hba.conf for the session, and taken out after)."""
     names = ",".join(BASIC_ROLES)
     added: tuple[Path, str] | None = None
-    with server.admin() as conn:
+    with server.admin() as conn, cluster_wide_setup(conn):
         for role, member_of in BASIC_ROLES.items():
             if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone():
                 conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
