@@ -138,7 +138,8 @@ def parse_answer(raw: Mapping[str, Any] | None) -> Answer:
     if "failed" in raw:
         return MachineryFailed(
             kind=str(raw["failed"]),
-            id=int(raw["id"]),
+            # 0 (or null, from a schema of the previous release): the claim itself failed
+            id=int(raw.get("id") or 0),
             sqlstate=raw.get("sqlstate"),
             error=raw.get("error"),
         )

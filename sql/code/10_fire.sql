@@ -219,7 +219,9 @@ BEGIN
         WHEN OTHERS THEN
             -- the run's own machinery failed (not its SQL, whose errors are recorded): say
             -- which, so that the runner leaves it alone for a while instead of a hot loop
-            RETURN jsonb_build_object('failed', coalesce(v_kind, 'claim'), 'id', coalesce(v_timer, v_id),
+            -- (id 0: the claim itself failed, nothing was claimed; never null, which a runner
+            -- of the previous release cannot read)
+            RETURN jsonb_build_object('failed', coalesce(v_kind, 'claim'), 'id', coalesce(v_timer, v_id, 0),
                                       'sqlstate', SQLSTATE, 'error', timers._cut(SQLERRM));
     END;
     RETURN coalesce(v_result, '{}');
