@@ -40,6 +40,12 @@ DECLARE
     v_kept pg_catalog.jsonb := '[]';
     v_until pg_catalog.timestamptz := pg_catalog.clock_timestamp()
         OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => p_budget_ms OPERATOR(pg_catalog./) 1000.0);
+    -- keyed fires in a row: each found no run-now request, due timer or follower due time
+    -- before it, and the next 15 do not ask again (a fire's claims of those kinds cost more
+    -- than the keyed timer's own claim); the 16th asks, and so does a fire that finds no
+    -- keyed timer, so what comes due meanwhile waits for 16 keyed fires at most
+    v_keyed_run pg_catalog.int4 := 0;
+    v_keyed_only pg_catalog.bool;
 BEGIN
     -- autonomous runs that will never report back are recorded first (their own commit)
     IF EXISTS (SELECT FROM timers.autonomous_runs) THEN
@@ -53,8 +59,15 @@ BEGIN
         IF p_late IS NOT NULL THEN
             v_nil := pg_catalog.set_config('pgtimers.late', p_late::pg_catalog.text, true);
         END IF;
-        v_one := timers._fire(p_runner, p_skip, p_skip_keyed, p_keyed_only, p_timeout_ms, p_mark);
+        v_keyed_only := p_keyed_only OR v_keyed_run OPERATOR(pg_catalog.%) 16 OPERATOR(pg_catalog.<>) 0;
+        v_one := timers._fire(p_runner, p_skip, p_skip_keyed, v_keyed_only, p_timeout_ms, p_mark);
+        IF v_one IS NULL AND v_keyed_only AND NOT p_keyed_only THEN
+            v_keyed_run := 0;  -- no keyed timer left: ask every kind before the batch ends
+            CONTINUE;
+        END IF;
         EXIT WHEN v_one IS NULL;
+        v_keyed_run := CASE WHEN v_one OPERATOR(pg_catalog.->>) 'kind' OPERATOR(pg_catalog.=) 'keyed'
+                            THEN v_keyed_run OPERATOR(pg_catalog.+) 1 ELSE 0 END;
         v_nil := timers._session_reset(p_session_names, p_session_values);
         COMMIT;
         v_fired := v_fired OPERATOR(pg_catalog.+) 1;
