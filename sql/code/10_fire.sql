@@ -437,6 +437,35 @@ BEGIN
 END
 $$;
 
+-- Claim (lock, SKIP LOCKED) the follower due time that has been ready longest, with its
+-- follower's row: not a follower whose own retry is pending (its due times keep their
+-- order behind it), nor one in p_skip, nor one of a run group in p_full; one of another
+-- group is claimed with a slot of it, or raises PGT02 (as timers._claim_due). Reads the
+-- index follow_dues_ready.
+CREATE OR REPLACE FUNCTION timers._claim_follow(
+    p_skip bigint[], p_full text[] DEFAULT '{}', OUT id bigint, OUT due_at timestamptz,
+    OUT timeout interval, OUT run_group text)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    SET enable_seqscan = off SET enable_bitmapscan = off SET jit = off
+    AS $$
+DECLARE
+    v_nil text;  -- what a call whose value is not needed returns
+BEGIN
+    SELECT t.id, d.due_at, t.timeout, t.run_group INTO id, due_at, timeout, run_group
+      FROM timers.follow_dues d JOIN timers.timers t ON t.id = d.follower_id
+     WHERE d.state = 'ready' AND t.retry_at IS NULL AND t.id <> ALL (p_skip)
+       AND (t.run_group IS NULL OR t.run_group <> ALL (p_full))
+     ORDER BY d.ready_at, d.follower_id, d.due_at
+     LIMIT 1
+       FOR UPDATE OF d, t SKIP LOCKED;
+    -- a follower in a run group: a slot of it, or PGT02 (timers._group_claim)
+    IF FOUND AND run_group IS NOT NULL THEN
+        v_nil := timers._group_claim(run_group);
+    END IF;
+END
+$$;
+
 -- Record a run whose session ended while it ran (the runner saw the claim, timers.
 -- _say_claimed, then lost the connection): as a failed attempt of what was claimed,
 -- p_lost {error, sqlstate, at: when it was claimed}, by the same routine that runs it
@@ -776,6 +805,50 @@ BEGIN
         'error', r.error, 'sqlstate', r.sqlstate, 'rows', r.rows,
         'took_ms', r.took_ms, 'late_ms', 0, 'attempt', 1,
         'backfill', b.id, 'left', b.total - b.done);
+END
+$$;
+
+-- Run follower t's due time p_due (t's row locked by the caller, timers._run_due), in the
+-- caller's transaction: its row of timers.follow_dues, if ready, is done with the run.
+-- Skipped (an upstream failed or skipped it) it is recorded as a skipped due time with
+-- the reason; turned off, it is dropped. NULL when it is not this caller's to run.
+-- p_lost: the run ended its session before (timers._run_lost): recorded as that failure.
+CREATE OR REPLACE FUNCTION timers._run_follow(
+    t timers.timers, p_due timestamptz, p_runner text, p_lost jsonb DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_nil text;  -- what a call whose value is not needed returns
+    d timers.follow_dues;
+    r timers.run_outcome;
+    v_locks text;
+    v_skip jsonb;
+BEGIN
+    SELECT * INTO d FROM timers.follow_dues x
+     WHERE x.follower_id = t.id AND x.due_at = p_due AND x.state = 'ready' FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND OR t.retry_at IS NOT NULL THEN
+        RETURN NULL;
+    END IF;
+    IF d.skip_reason IS NOT NULL OR NOT t.enabled THEN
+        UPDATE timers.follow_dues x SET state = 'done' WHERE x.follower_id = t.id AND x.due_at = p_due;
+        IF NOT t.enabled THEN
+            RETURN jsonb_build_object('timer', t.name, 'due_at', timers._iso(p_due), 'off', true);
+        END IF;
+        v_skip := timers._record_skips(t, ARRAY[p_due], 1, p_due, p_due, d.skip_reason, p_runner);
+        RETURN jsonb_build_object('timer', t.name, 'kind', 'scheduled', 'due_at', timers._iso(p_due),
+                                  'skipped', jsonb_build_array(v_skip));
+    END IF;
+    v_locks := timers._limit_lock_waits();
+    r := timers._execute(t.id, t.name, t.owner, t.sql, t.timeout, p_due, NULL, 1, NULL, t.zone,
+                         d.ready_at, NULL, p_lost);
+    IF p_lost IS NULL AND r.sqlstate = '55P03' THEN
+        -- yielded: the row stays ready, and runs again later
+        RETURN timers._yielded(t, 'scheduled', p_due, r, '[]');
+    END IF;
+    v_nil := set_config('lock_timeout', v_locks, true);
+    UPDATE timers.follow_dues x SET state = 'done' WHERE x.follower_id = t.id AND x.due_at = p_due;
+    RETURN timers._follow_recorded(t, p_due, r, p_runner);
 END
 $$;
 
@@ -1250,6 +1323,54 @@ BEGIN
 END
 $$;
 
+-- The record of the first attempt of follower t's due time p_due (its row locked by the
+-- caller), whose outcome is r: as a scheduled run's (timers._due_recorded), without a
+-- schedule to plan; a failure's retry, if any, comes through timers._run_retry.
+CREATE OR REPLACE FUNCTION timers._follow_recorded(
+    t timers.timers, p_due timestamptz, r timers.run_outcome, p_runner text) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    v_nil text;  -- what a call whose value is not needed returns
+    v_ok boolean := r.ok;
+    v_started timestamptz := r.started_at;
+    v_ended timestamptz := clock_timestamp();
+    v_late bigint := greatest(r.late_ms, 0);
+    v_tb integer := timers._bucket(r.took_ms, timers._duration_buckets());
+    v_lb integer := timers._bucket(v_late, timers._lateness_buckets());
+    o record;
+BEGIN
+    o := timers._attempt_outcome(t, 1, v_ok, r.error, v_ended, NULL);
+    UPDATE timers.timers SET
+        last_due_at = greatest(last_due_at, p_due),
+        last_run_at = v_started,
+        last_late_ms = v_late,
+        max_late_ms = greatest(max_late_ms, v_late),
+        last_ok = v_ok,
+        last_error = o.last_error,
+        last_took_ms = r.took_ms,
+        last_rows = r.rows,
+        runs = runs + CASE WHEN o.final THEN 1 ELSE 0 END,
+        scheduled_runs = scheduled_runs + 1,
+        failures = failures + CASE WHEN o.final AND NOT v_ok THEN 1 ELSE 0 END,
+        fail_streak = o.streak,
+        retry_due_at = CASE WHEN NOT o.final THEN p_due END,
+        retry_attempt = CASE WHEN NOT o.final THEN 2 END,
+        retry_at = o.retry_at,
+        last_success_at = CASE WHEN v_ok THEN v_ended ELSE last_success_at END,
+        took_counts[v_tb] = took_counts[v_tb] + 1,
+        took_sum_ms = took_sum_ms + greatest(r.took_ms, 0),
+        late_counts[v_lb] = late_counts[v_lb] + 1,
+        late_sum_ms = late_sum_ms + v_late
+     WHERE id = t.id;
+    v_nil := timers._attempt_recorded(t, 'scheduled', p_due, 1, r, v_late, o.retry_at, o.given_up,
+                                     o.pause, o.streak, p_runner);
+    RETURN timers._attempt_result(t, 'scheduled', p_due, 1, r, v_late, '[]', o.retry_at,
+                                  o.given_up, o.pause);
+END
+$$;
+
 -- What an attempt of a due time leaves in the timer's row (a success: final, no streak):
 -- whether it is the due time's final outcome, the next attempt's time (retry_at) or why
 -- none is made (given_up), the failures in a row, whether they pause the timer, and
@@ -1422,12 +1543,14 @@ REVOKE ALL ON FUNCTION
     timers._claim_due(bigint[],text[]),
     timers._keyed_claim(bigint[]),
     timers._claim_backfill(bigint[],text[]),
+    timers._claim_follow(bigint[],text[]),
     timers._run_lost(text,bigint,timestamp with time zone,text,jsonb),
     timers._run_due(bigint,timestamp with time zone,text,jsonb),
     timers._run_retry(timers.timers,text,jsonb),
     timers._give_up_retry(timers.timers,text,text),
     timers._run_request(bigint,text,jsonb),
     timers._run_backfill(bigint,text,jsonb),
+    timers._run_follow(timers.timers,timestamp with time zone,text,jsonb),
     timers._keyed_fire(bigint,timestamp with time zone,text,jsonb),
     timers._execute(bigint,text,name,text,interval,timestamp with time zone,timestamp with time zone,integer,text,text,timestamp with time zone,timestamp with time zone,jsonb),
     timers._run_clock(timers.timers,jsonb),
@@ -1439,6 +1562,7 @@ REVOKE ALL ON FUNCTION
     timers._due_recorded(timers.timers,text,timestamp with time zone,timestamp with time zone,timestamp with time zone,timers.run_outcome,jsonb,text),
     timers._retry_recorded(timers.timers,timestamp with time zone,timers.run_outcome,text),
     timers._request_recorded(timers.run_requests,timers.timers,timestamp with time zone,timers.run_outcome,text),
+    timers._follow_recorded(timers.timers,timestamp with time zone,timers.run_outcome,text),
     timers._attempt_outcome(timers.timers,integer,boolean,text,timestamp with time zone,timestamp with time zone),
     timers._failed_outcome(timers.timers,integer,text,timestamp with time zone,text),
     timers._attempt_recorded(timers.timers,text,timestamp with time zone,integer,timers.run_outcome,bigint,timestamp with time zone,text,boolean,integer,text),
@@ -1453,12 +1577,14 @@ GRANT EXECUTE ON FUNCTION
     timers._claim_due(bigint[],text[]),
     timers._keyed_claim(bigint[]),
     timers._claim_backfill(bigint[],text[]),
+    timers._claim_follow(bigint[],text[]),
     timers._run_lost(text,bigint,timestamp with time zone,text,jsonb),
     timers._run_due(bigint,timestamp with time zone,text,jsonb),
     timers._run_retry(timers.timers,text,jsonb),
     timers._give_up_retry(timers.timers,text,text),
     timers._run_request(bigint,text,jsonb),
     timers._run_backfill(bigint,text,jsonb),
+    timers._run_follow(timers.timers,timestamp with time zone,text,jsonb),
     timers._keyed_fire(bigint,timestamp with time zone,text,jsonb),
     timers._execute(bigint,text,name,text,interval,timestamp with time zone,timestamp with time zone,integer,text,text,timestamp with time zone,timestamp with time zone,jsonb),
     timers._run_clock(timers.timers,jsonb),
@@ -1470,6 +1596,7 @@ GRANT EXECUTE ON FUNCTION
     timers._due_recorded(timers.timers,text,timestamp with time zone,timestamp with time zone,timestamp with time zone,timers.run_outcome,jsonb,text),
     timers._retry_recorded(timers.timers,timestamp with time zone,timers.run_outcome,text),
     timers._request_recorded(timers.run_requests,timers.timers,timestamp with time zone,timers.run_outcome,text),
+    timers._follow_recorded(timers.timers,timestamp with time zone,timers.run_outcome,text),
     timers._attempt_outcome(timers.timers,integer,boolean,text,timestamp with time zone,timestamp with time zone),
     timers._failed_outcome(timers.timers,integer,text,timestamp with time zone,text),
     timers._attempt_recorded(timers.timers,text,timestamp with time zone,integer,timers.run_outcome,bigint,timestamp with time zone,text,boolean,integer,text),

@@ -4,9 +4,9 @@
 -- timers.follow_dues, written in the upstream's own transaction (timers._tell_followers,
 -- from timers._attempt_recorded and timers._record_skips), ready once every upstream
 -- committed successfully for it, or at once as skipped when one failed or skipped it. A
--- runner claims a ready row with its follower's row (timers._claim_follow, from
--- timers._fire) and runs it (timers._run_follow, from timers._run_due), marking the row
--- done in the run's transaction: once per follower and due time.
+-- runner claims a ready row with its follower's row and runs it, marking the row done in
+-- the run's transaction: once per follower and due time. That claim, run and record are
+-- the fire path's, in 10_fire.sql (timers._claim_follow, _run_follow, _follow_recorded).
 --
 -- Repeatable: applied whole on every install and upgrade, after the versioned
 -- migrations (docs/design.md). Each object here is defined in this file only.
@@ -229,127 +229,6 @@ BEGIN
 END
 $$;
 
--- Claim (lock, SKIP LOCKED) the follower due time that has been ready longest, with its
--- follower's row: not a follower whose own retry is pending (its due times keep their
--- order behind it), nor one in p_skip, nor one of a run group in p_full; one of another
--- group is claimed with a slot of it, or raises PGT02 (as timers._claim_due). Reads the
--- index follow_dues_ready.
-CREATE OR REPLACE FUNCTION timers._claim_follow(
-    p_skip bigint[], p_full text[] DEFAULT '{}', OUT id bigint, OUT due_at timestamptz,
-    OUT timeout interval, OUT run_group text)
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    SET enable_seqscan = off SET enable_bitmapscan = off SET jit = off
-    AS $$
-DECLARE
-    v_nil text;  -- what a call whose value is not needed returns
-BEGIN
-    SELECT t.id, d.due_at, t.timeout, t.run_group INTO id, due_at, timeout, run_group
-      FROM timers.follow_dues d JOIN timers.timers t ON t.id = d.follower_id
-     WHERE d.state = 'ready' AND t.retry_at IS NULL AND t.id <> ALL (p_skip)
-       AND (t.run_group IS NULL OR t.run_group <> ALL (p_full))
-     ORDER BY d.ready_at, d.follower_id, d.due_at
-     LIMIT 1
-       FOR UPDATE OF d, t SKIP LOCKED;
-    -- a follower in a run group: a slot of it, or PGT02 (timers._group_claim)
-    IF FOUND AND run_group IS NOT NULL THEN
-        v_nil := timers._group_claim(run_group);
-    END IF;
-END
-$$;
-
--- Run follower t's due time p_due (t's row locked by the caller, timers._run_due), in the
--- caller's transaction: its row of timers.follow_dues, if ready, is done with the run.
--- Skipped (an upstream failed or skipped it) it is recorded as a skipped due time with
--- the reason; turned off, it is dropped. NULL when it is not this caller's to run.
--- p_lost: the run ended its session before (timers._run_lost): recorded as that failure.
-CREATE OR REPLACE FUNCTION timers._run_follow(
-    t timers.timers, p_due timestamptz, p_runner text, p_lost jsonb DEFAULT NULL) RETURNS jsonb
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    v_nil text;  -- what a call whose value is not needed returns
-    d timers.follow_dues;
-    r timers.run_outcome;
-    v_locks text;
-    v_skip jsonb;
-BEGIN
-    SELECT * INTO d FROM timers.follow_dues x
-     WHERE x.follower_id = t.id AND x.due_at = p_due AND x.state = 'ready' FOR UPDATE SKIP LOCKED;
-    IF NOT FOUND OR t.retry_at IS NOT NULL THEN
-        RETURN NULL;
-    END IF;
-    IF d.skip_reason IS NOT NULL OR NOT t.enabled THEN
-        UPDATE timers.follow_dues x SET state = 'done' WHERE x.follower_id = t.id AND x.due_at = p_due;
-        IF NOT t.enabled THEN
-            RETURN jsonb_build_object('timer', t.name, 'due_at', timers._iso(p_due), 'off', true);
-        END IF;
-        v_skip := timers._record_skips(t, ARRAY[p_due], 1, p_due, p_due, d.skip_reason, p_runner);
-        RETURN jsonb_build_object('timer', t.name, 'kind', 'scheduled', 'due_at', timers._iso(p_due),
-                                  'skipped', jsonb_build_array(v_skip));
-    END IF;
-    v_locks := timers._limit_lock_waits();
-    r := timers._execute(t.id, t.name, t.owner, t.sql, t.timeout, p_due, NULL, 1, NULL, t.zone,
-                         d.ready_at, NULL, p_lost);
-    IF p_lost IS NULL AND r.sqlstate = '55P03' THEN
-        -- yielded: the row stays ready, and runs again later
-        RETURN timers._yielded(t, 'scheduled', p_due, r, '[]');
-    END IF;
-    v_nil := set_config('lock_timeout', v_locks, true);
-    UPDATE timers.follow_dues x SET state = 'done' WHERE x.follower_id = t.id AND x.due_at = p_due;
-    RETURN timers._follow_recorded(t, p_due, r, p_runner);
-END
-$$;
-
--- The record of the first attempt of follower t's due time p_due (its row locked by the
--- caller), whose outcome is r: as a scheduled run's (timers._due_recorded), without a
--- schedule to plan; a failure's retry, if any, comes through timers._run_retry.
-CREATE OR REPLACE FUNCTION timers._follow_recorded(
-    t timers.timers, p_due timestamptz, r timers.run_outcome, p_runner text) RETURNS jsonb
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-DECLARE
-    v_nil text;  -- what a call whose value is not needed returns
-    v_ok boolean := r.ok;
-    v_started timestamptz := r.started_at;
-    v_ended timestamptz := clock_timestamp();
-    v_late bigint := greatest(r.late_ms, 0);
-    v_tb integer := timers._bucket(r.took_ms, timers._duration_buckets());
-    v_lb integer := timers._bucket(v_late, timers._lateness_buckets());
-    o record;
-BEGIN
-    o := timers._attempt_outcome(t, 1, v_ok, r.error, v_ended, NULL);
-    UPDATE timers.timers SET
-        last_due_at = greatest(last_due_at, p_due),
-        last_run_at = v_started,
-        last_late_ms = v_late,
-        max_late_ms = greatest(max_late_ms, v_late),
-        last_ok = v_ok,
-        last_error = o.last_error,
-        last_took_ms = r.took_ms,
-        last_rows = r.rows,
-        runs = runs + CASE WHEN o.final THEN 1 ELSE 0 END,
-        scheduled_runs = scheduled_runs + 1,
-        failures = failures + CASE WHEN o.final AND NOT v_ok THEN 1 ELSE 0 END,
-        fail_streak = o.streak,
-        retry_due_at = CASE WHEN NOT o.final THEN p_due END,
-        retry_attempt = CASE WHEN NOT o.final THEN 2 END,
-        retry_at = o.retry_at,
-        last_success_at = CASE WHEN v_ok THEN v_ended ELSE last_success_at END,
-        took_counts[v_tb] = took_counts[v_tb] + 1,
-        took_sum_ms = took_sum_ms + greatest(r.took_ms, 0),
-        late_counts[v_lb] = late_counts[v_lb] + 1,
-        late_sum_ms = late_sum_ms + v_late
-     WHERE id = t.id;
-    v_nil := timers._attempt_recorded(t, 'scheduled', p_due, 1, r, v_late, o.retry_at, o.given_up,
-                                     o.pause, o.streak, p_runner);
-    RETURN timers._attempt_result(t, 'scheduled', p_due, 1, r, v_late, '[]', o.retry_at,
-                                  o.given_up, o.pause);
-END
-$$;
-
 -- The names of the timers timer p_id follows, in the order given; NULL when none (the
 -- 'after' of timers.export and timers.apply).
 CREATE OR REPLACE FUNCTION timers._follow_names(p_id bigint) RETURNS text[]
@@ -445,9 +324,6 @@ REVOKE ALL ON FUNCTION
     timers._unfollow(timers.timers,boolean),
     timers._tell_followers(timers.timers,timestamp with time zone,boolean,text),
     timers._tell_followers_skipped(timers.timers,timestamp with time zone[],timestamp with time zone,timestamp with time zone,text),
-    timers._claim_follow(bigint[],text[]),
-    timers._run_follow(timers.timers,timestamp with time zone,text,jsonb),
-    timers._follow_recorded(timers.timers,timestamp with time zone,timers.run_outcome,text),
     timers._follow_links(text),
     timers._follow_names(bigint),
     timers._follow_order(jsonb),
@@ -455,10 +331,7 @@ REVOKE ALL ON FUNCTION
     FROM PUBLIC, pgtimers_reader, pgtimers_admin, pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._tell_followers(timers.timers,timestamp with time zone,boolean,text),
-    timers._tell_followers_skipped(timers.timers,timestamp with time zone[],timestamp with time zone,timestamp with time zone,text),
-    timers._claim_follow(bigint[],text[]),
-    timers._run_follow(timers.timers,timestamp with time zone,text,jsonb),
-    timers._follow_recorded(timers.timers,timestamp with time zone,timers.run_outcome,text)
+    timers._tell_followers_skipped(timers.timers,timestamp with time zone[],timestamp with time zone,timestamp with time zone,text)
     TO pgtimers_runner;
 GRANT EXECUTE ON FUNCTION
     timers._follow_links(text),
