@@ -249,3 +249,30 @@ def test_a_group_setting_left_in_the_session_takes_no_slot(
         assert scalar(conn, "SELECT timers._group_slot('g')") is False
     assert scalar(conn, FIRE)["timer"] == "c"
     assert scalar(conn, FIRE) is None
+
+
+def test_a_followers_due_time_waits_for_its_groups_slot_and_is_passed_over(
+    conn: psycopg.Connection, other: psycopg.Connection
+) -> None:
+    """A follower (after) in a run group: its released due time is claimed with a slot of
+    the group; while the group is full the fire passes over it, and it runs once a slot
+    frees."""
+    save(conn, "x", "every 1h", "SELECT 1", run_group="g")
+    save(conn, "u", "every 1h", "SELECT 1")
+    save(conn, "f", "after", "SELECT 1", after=["u"], run_group="g")
+    make_due(conn, "x")
+    ids = {r[0]: r[1] for r in conn.execute("SELECT name, id FROM timers.timers")}
+    assert scalar(other, "SELECT id FROM timers._claim_due('{}')") == ids["x"]  # g's slot
+    make_due(conn, "u")
+    assert scalar(conn, FIRE)["timer"] == "u"  # f's due time is released with u's commit
+    ready = "SELECT count(*) FROM timers.follow_dues WHERE follower_id = %s AND state = 'ready'"
+    assert scalar(conn, ready, [ids["f"]]) == 1
+    # g is full: the fire passes over f, runs nothing, and leaves its due time ready
+    assert scalar(conn, FIRE) is None
+    assert scalar(conn, ready, [ids["f"]]) == 1
+    assert timer_row(conn, "f")["runs"] == 0
+    other.rollback()  # x's run ends: its slot frees
+    ran = [scalar(conn, FIRE)["timer"], scalar(conn, FIRE)["timer"]]
+    assert sorted(ran) == ["f", "x"]
+    assert scalar(conn, ready, [ids["f"]]) == 0
+    assert scalar(conn, FIRE) is None
