@@ -291,64 +291,53 @@ CREATE OR REPLACE FUNCTION timers._claim_due(
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
 BEGIN
-    SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout, t.run_group
-      INTO id, due_at, timeout, run_group
-      FROM timers.timers t
-     WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority <> 0 AND t.priority > 0
-       AND t.id <> ALL (p_skip)
-       AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
-       AND (t.run_group IS NULL OR t.run_group <> ALL (p_full))
-     ORDER BY t.priority DESC, t.fire_at, t.last_run_at NULLS FIRST, t.id
-     LIMIT 1
-       FOR UPDATE SKIP LOCKED;
-    IF FOUND THEN
-        IF run_group IS NOT NULL THEN
-            v_nil := timers._group_claim(run_group);
-        END IF;
-        RETURN;
-    END IF;
-    SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout, t.run_group
-      INTO id, due_at, timeout, run_group
-      FROM timers.timers t
-     WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority = 0 AND t.id <> ALL (p_skip)
-       AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
-       AND (t.run_group IS NULL OR t.run_group <> ALL (p_full))
-     ORDER BY t.fire_at, t.last_run_at NULLS FIRST, t.id
-     LIMIT 1
-       FOR UPDATE SKIP LOCKED;
-    IF FOUND THEN
-        IF run_group IS NOT NULL THEN
-            v_nil := timers._group_claim(run_group);
-        END IF;
-        RETURN;
-    END IF;
-    SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout, t.run_group
-      INTO id, due_at, timeout, run_group
-      FROM timers.timers t
-     WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority <> 0 AND t.priority < 0
-       AND t.id <> ALL (p_skip)
-       AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
-       AND (t.run_group IS NULL OR t.run_group <> ALL (p_full))
-     ORDER BY t.priority DESC, t.fire_at, t.last_run_at NULLS FIRST, t.id
-     LIMIT 1
-       FOR UPDATE SKIP LOCKED;
-    IF FOUND THEN
-        IF run_group IS NOT NULL THEN
-            v_nil := timers._group_claim(run_group);
-        END IF;
-        RETURN;
-    END IF;
-    SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout, t.run_group
-      INTO id, due_at, timeout, run_group
-      FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
-     WHERE t.test_clock IS NOT NULL AND t.fire_at IS NOT NULL AND t.fire_at <= c.now
-       AND t.id <> ALL (p_skip)
-       AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
-       AND (t.run_group IS NULL OR t.run_group <> ALL (p_full))
-     ORDER BY t.priority DESC, t.fire_at, t.last_run_at NULLS FIRST, t.id
-     LIMIT 1
-       FOR UPDATE OF t SKIP LOCKED;
-    IF FOUND AND run_group IS NOT NULL THEN
+    <<claim>>
+    BEGIN
+        SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout, t.run_group
+          INTO id, due_at, timeout, run_group
+          FROM timers.timers t
+         WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority <> 0 AND t.priority > 0
+           AND t.id <> ALL (p_skip)
+           AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
+           AND (t.run_group IS NULL OR t.run_group <> ALL (p_full))
+         ORDER BY t.priority DESC, t.fire_at, t.last_run_at NULLS FIRST, t.id
+         LIMIT 1
+           FOR UPDATE SKIP LOCKED;
+        EXIT claim WHEN FOUND;
+        SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout, t.run_group
+          INTO id, due_at, timeout, run_group
+          FROM timers.timers t
+         WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority = 0 AND t.id <> ALL (p_skip)
+           AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
+           AND (t.run_group IS NULL OR t.run_group <> ALL (p_full))
+         ORDER BY t.fire_at, t.last_run_at NULLS FIRST, t.id
+         LIMIT 1
+           FOR UPDATE SKIP LOCKED;
+        EXIT claim WHEN FOUND;
+        SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout, t.run_group
+          INTO id, due_at, timeout, run_group
+          FROM timers.timers t
+         WHERE t.fire_at <= now() AND t.test_clock IS NULL AND t.priority <> 0 AND t.priority < 0
+           AND t.id <> ALL (p_skip)
+           AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
+           AND (t.run_group IS NULL OR t.run_group <> ALL (p_full))
+         ORDER BY t.priority DESC, t.fire_at, t.last_run_at NULLS FIRST, t.id
+         LIMIT 1
+           FOR UPDATE SKIP LOCKED;
+        EXIT claim WHEN FOUND;
+        SELECT t.id, coalesce(t.retry_due_at, t.next_due_at), t.timeout, t.run_group
+          INTO id, due_at, timeout, run_group
+          FROM timers.timers t JOIN timers.test_clocks c ON c.name = t.test_clock
+         WHERE t.test_clock IS NOT NULL AND t.fire_at IS NOT NULL AND t.fire_at <= c.now
+           AND t.id <> ALL (p_skip)
+           AND NOT (t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id))
+           AND (t.run_group IS NULL OR t.run_group <> ALL (p_full))
+         ORDER BY t.priority DESC, t.fire_at, t.last_run_at NULLS FIRST, t.id
+         LIMIT 1
+           FOR UPDATE OF t SKIP LOCKED;
+    END claim;
+    -- a timer of a run group: a slot of its group, or PGT02 (timers._group_claim)
+    IF id IS NOT NULL AND run_group IS NOT NULL THEN
         v_nil := timers._group_claim(run_group);
     END IF;
 END

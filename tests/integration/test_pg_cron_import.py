@@ -50,13 +50,15 @@ def add_job(conn: psycopg.Connection, jobid: int, schedule: str, command: str, *
     )
 
 
-def imported(conn: psycopg.Connection, dry_run: bool = True) -> dict[int, dict[str, Any]]:
+def imported(
+    conn: psycopg.Connection, dry_run: bool = True, run_group: str | None = None
+) -> dict[int, dict[str, Any]]:
     """The import of the rows of the test's cron.job (those this role may read)."""
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(
             "SELECT * FROM timers.import_pg_cron_jobs((SELECT coalesce(jsonb_agg(to_jsonb(j)"
-            " ORDER BY j.jobid), '[]') FROM cron.job j), %s)",
-            [dry_run],
+            " ORDER BY j.jobid), '[]') FROM cron.job j), %s, run_group => %s)",
+            [dry_run, run_group],
         ).fetchall()
     return {r["jobid"]: r for r in rows}
 
@@ -115,23 +117,13 @@ def test_apply_saves_each_job_as_a_timer_of_its_role(cron: psycopg.Connection) -
     assert [r["action"] for r in again.values()] == ["already imported"] * 3
 
 
-def _import_in_group(conn: psycopg.Connection, group: str | None) -> dict[int, dict[str, Any]]:
-    with conn.cursor(row_factory=dict_row) as cur:
-        rows = cur.execute(
-            "SELECT * FROM timers.import_pg_cron_jobs((SELECT coalesce(jsonb_agg(to_jsonb(j)"
-            " ORDER BY j.jobid), '[]') FROM cron.job j), false, run_group => %s)",
-            [group],
-        ).fetchall()
-    return {r["jobid"]: r for r in rows}
-
-
 def test_jobs_are_imported_into_a_run_group_but_an_autonomous_one(
     cron: psycopg.Connection,
 ) -> None:
     cron.execute("SELECT timers.set_group('from_pg_cron', max_running => 4)")
     add_job(cron, 1, "*/5 * * * *", "SELECT 1", jobname="five")
     add_job(cron, 2, "@daily", "VACUUM", jobname="vac")
-    rows = _import_in_group(cron, "from_pg_cron")
+    rows = imported(cron, dry_run=False, run_group="from_pg_cron")
     assert [r["action"] for r in rows.values()] == ["imported", "imported"]
     assert "not in run group from_pg_cron" in rows[2]["reason"]
     groups = cron.execute("SELECT name, run_group FROM timers.status ORDER BY name").fetchall()
@@ -139,10 +131,10 @@ def test_jobs_are_imported_into_a_run_group_but_an_autonomous_one(
     # the group keeps the limit it was given
     limit = "SELECT max_running FROM timers.run_groups WHERE name = 'from_pg_cron'"
     assert scalar(cron, limit) == 4
-    again = _import_in_group(cron, "from_pg_cron")
+    again = imported(cron, dry_run=False, run_group="from_pg_cron")
     assert [r["action"] for r in again.values()] == ["already imported"] * 2
     # in another group (or none) a job imported already is not the same timer: never changed
-    other = _import_in_group(cron, None)
+    other = imported(cron, dry_run=False, run_group=None)
     assert other[1]["action"] == "cannot import" and "run group" in other[1]["reason"]
     assert other[2]["action"] == "already imported"
     assert scalar(cron, "SELECT run_group FROM timers.timers WHERE name = 'five'") == "from_pg_cron"
@@ -151,7 +143,7 @@ def test_jobs_are_imported_into_a_run_group_but_an_autonomous_one(
 def test_a_bad_run_group_is_refused_before_any_job(cron: psycopg.Connection) -> None:
     add_job(cron, 1, "*/5 * * * *", "SELECT 1", jobname="five")
     with pytest.raises(errors.InvalidParameterValue, match="bad run group name"):
-        _import_in_group(cron, "no spaces")
+        imported(cron, dry_run=False, run_group="no spaces")
     assert timers_now(cron) == []
 
 
