@@ -106,7 +106,6 @@ $$;
 -- p_max characters ('…'). NULL shows as NULL.
 CREATE OR REPLACE FUNCTION timers._quoted(p_text text, p_max integer DEFAULT 80) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT pg_catalog.quote_nullable(pg_catalog.regexp_replace(
                    CASE WHEN pg_catalog.length(p_text) > p_max
@@ -133,7 +132,6 @@ $$;
 -- An error text as stored and logged: at most 8,000 characters, the rest marked as cut.
 CREATE OR REPLACE FUNCTION timers._cut(p_text text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT CASE WHEN length(p_text) <= 8000 THEN p_text
                     ELSE left(p_text, 8000) || format(' … [cut: %s characters in all]', length(p_text)) END
@@ -144,7 +142,6 @@ CREATE OR REPLACE FUNCTION timers._cut(p_text text) RETURNS text
 -- naming the argument. NULL passes (the caller decides whether it may be NULL).
 CREATE OR REPLACE FUNCTION timers._check_time(p_what text, p_at timestamptz) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_at IS NOT NULL AND (NOT isfinite(p_at) OR p_at < '0001-01-02 00:00+00'

@@ -59,7 +59,6 @@ $$;
 -- Raise the internal "bad part" signal; _parse_schedule wraps it into the message.
 CREATE OR REPLACE FUNCTION timers._schedule_fail(reason text DEFAULT NULL) RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     RAISE EXCEPTION USING ERRCODE = 'PT001', MESSAGE = coalesce(reason, '');
@@ -69,7 +68,6 @@ $$;
 -- Seconds of the day of a wall time 'HH:MM' or 'HH:MM:SS'.
 CREATE OR REPLACE FUNCTION timers._parse_time(tok text) RETURNS integer
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     m text[] := regexp_match(tok, '^([0-9]{1,2}):([0-9]{2})(?::([0-9]{2}))?$');
@@ -93,7 +91,6 @@ $$;
 -- A comma list of wall times -> sorted distinct seconds of the day.
 CREATE OR REPLACE FUNCTION timers._parse_times(list text) RETURNS integer[]
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_tok  text;
@@ -121,7 +118,6 @@ CREATE OR REPLACE FUNCTION timers._dow_number(tok text) RETURNS integer
 -- Ranges may wrap past Saturday.
 CREATE OR REPLACE FUNCTION timers._parse_days(list text) RETURNS integer
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_tok  text;
@@ -157,7 +153,6 @@ $$;
 -- Times-of-day part of a spec: {"times": ["02:00", ...], "secs": [7200, ...], "clock": "wall"}.
 CREATE OR REPLACE FUNCTION timers._times_spec(list text) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_secs integer[] := timers._parse_times(list);
@@ -176,7 +171,6 @@ $$;
 -- 'every 10s|5m|2h': 1 second to 24 hours; '7 mins' and the like get what to write.
 CREATE OR REPLACE FUNCTION timers._parse_every(arg text) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     m      text[] := regexp_match(lower(coalesce(arg, '')), '^([0-9]{1,9})([smh])$');
@@ -207,7 +201,6 @@ CREATE OR REPLACE FUNCTION timers._parse_cron_field(field text, what text, lo in
                                                     names text[] DEFAULT NULL)
     RETURNS bigint
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_item text;
@@ -285,7 +278,6 @@ $$;
 -- nth: bit 7*(k-1)+w = w#k}.
 CREATE OR REPLACE FUNCTION timers._parse_cron_rules(field text, what text) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_days  constant text[] := ARRAY['sun','mon','tue','wed','thu','fri','sat'];
@@ -366,7 +358,6 @@ CREATE OR REPLACE FUNCTION timers._cron_month_days(dom bigint, dow bigint, day_o
                                                    dow_nth bigint, ndays integer, w1 integer)
     RETURNS bigint
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_week bigint := (((dow >> w1) | (dow << (7 - w1))) & 127) << 1;
@@ -436,7 +427,6 @@ CREATE OR REPLACE FUNCTION timers._mask_values(mask bigint) RETURNS jsonb
 --           (_parse_cron_rules), present only when the expression has one.
 CREATE OR REPLACE FUNCTION timers._parse_cron(expr text) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_expr   text := coalesce(expr, '');
@@ -543,7 +533,6 @@ $$;
 -- zone; an instant that is the second pass of a repeated wall time keeps its offset.
 CREATE OR REPLACE FUNCTION timers._once_spec(instant timestamptz, zone text) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_wall timestamp := instant AT TIME ZONE zone;
@@ -563,7 +552,6 @@ $$;
 -- 'once 2027-01-04 09:00[:SS][Z|+05:45]': a wall time in the zone (or at the given offset).
 CREATE OR REPLACE FUNCTION timers._parse_once(arg text, zone text) RETURNS jsonb
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     m      text[] := regexp_match(coalesce(arg, ''),
@@ -596,7 +584,6 @@ $$;
 -- 'in 30m' / 'in 2h' / 'in 45s' / 'in 1d': a one-shot counted from now (whole seconds).
 CREATE OR REPLACE FUNCTION timers._parse_in(arg text, zone text, now timestamptz) RETURNS jsonb
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     m      text[] := regexp_match(lower(coalesce(arg, '')), '^([0-9]{1,9})([smhd])$');
@@ -624,7 +611,6 @@ $$;
 --   Nth DAY T     1st-4th or last weekday of the month -> "nth": 1..4 or -1, "weekday": 0..6
 CREATE OR REPLACE FUNCTION timers._parse_monthly(w text[]) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_nw    integer := coalesce(cardinality(w), 0);
@@ -714,7 +700,6 @@ $$;
 --                          month -> "nth": 1, -1, -(N+1); a month with too few is skipped
 CREATE OR REPLACE FUNCTION timers._parse_trading(w text[]) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_nw  integer := coalesce(cardinality(w), 0);
@@ -754,7 +739,6 @@ $$;
 -- 'every Ns'. What is near but not either gets the reason (PT001) and what to write.
 CREATE OR REPLACE FUNCTION timers._pg_cron_form(w text[]) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_nw   integer := coalesce(cardinality(w), 0);

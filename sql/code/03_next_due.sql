@@ -9,7 +9,6 @@
 CREATE OR REPLACE FUNCTION timers._offset_change(from_t timestamptz, upto timestamptz, zone text)
     RETURNS timestamptz
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_off interval := timers._utc_offset(from_t, zone);
@@ -39,7 +38,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._local_to_utc(w timestamp, zone text, gap_end boolean DEFAULT true)
     RETURNS timestamptz
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_t1   timestamptz := w AT TIME ZONE zone;   -- PostgreSQL's pick (the later instant)
@@ -74,7 +72,6 @@ CREATE OR REPLACE FUNCTION timers._next_every(seconds bigint, after timestamptz,
                                               start_at timestamptz DEFAULT NULL)
     RETURNS timestamptz
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_day   date;
@@ -110,7 +107,6 @@ $$;
 -- monthly spec runs on; NULL when none (a day 29-31 the month lacks is skipped).
 CREATE OR REPLACE FUNCTION timers._monthly_day(spec jsonb, month_first date, from_day date) RETURNS date
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_last date := (month_first + interval '1 month' - interval '1 day')::date;
@@ -144,7 +140,6 @@ $$;
 -- or for the first/last trading day forms, within 24 months).
 CREATE OR REPLACE FUNCTION timers._next_day(spec jsonb, day date) RETURNS date
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_mask  integer;
@@ -197,7 +192,6 @@ $$;
 -- Smallest wall time >= w0 of a times-list spec (daily, weekly, monthly, trading).
 CREATE OR REPLACE FUNCTION timers._next_wall_times(spec jsonb, w0 timestamp) RETURNS timestamp
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_secs integer[] := ARRAY(SELECT jsonb_array_elements_text(spec->'secs')::integer);
@@ -232,7 +226,6 @@ $$;
 -- Gregorian cycle, which parsing already guarantees never happens.
 CREATE OR REPLACE FUNCTION timers._next_wall_cron(spec jsonb, w0 timestamp) RETURNS timestamp
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     c_min    constant bigint := (spec->>'minute_mask')::bigint;
@@ -332,7 +325,6 @@ $$;
 -- Smallest matching wall time >= w0 of any pattern spec (not 'every', not 'once').
 CREATE OR REPLACE FUNCTION timers._next_wall(spec jsonb, w0 timestamp) RETURNS timestamp
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_t timestamp;
@@ -354,7 +346,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._next_due_wall(spec jsonb, after timestamptz, zone text)
     RETURNS timestamptz
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_w0 timestamp := after AT TIME ZONE zone;
@@ -391,7 +382,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._next_due_elapsed(spec jsonb, after timestamptz, zone text)
     RETURNS timestamptz
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_w0    timestamp := after AT TIME ZONE zone;
@@ -494,7 +484,6 @@ $$;
 -- day 29-31 skips, or a trading calendar that is missing (previewed as trading every day).
 CREATE OR REPLACE FUNCTION timers._schedule_note(spec jsonb) RETURNS text
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_days text;

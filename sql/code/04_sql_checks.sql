@@ -19,7 +19,6 @@
 CREATE OR REPLACE FUNCTION timers._sql_lex_pattern(coarse boolean DEFAULT false)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     -- block comment, nested up to six deep (deeper: see _sql_tokens)
@@ -85,7 +84,6 @@ $fn$;
 CREATE OR REPLACE FUNCTION timers._sql_dollar_delimiters(sql text,
                                                        OUT pos integer[], OUT bytes integer[], OUT tags text[])
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $fn$
 #variable_conflict use_column
 BEGIN
@@ -109,7 +107,6 @@ $fn$;
 CREATE OR REPLACE FUNCTION timers._sql_comment_delimiters(sql text,
                                                         OUT pos integer[], OUT bytes integer[], OUT opens boolean[])
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $fn$
 #variable_conflict use_column
 BEGIN
@@ -137,7 +134,6 @@ CREATE OR REPLACE FUNCTION timers._first_at_least(p_sorted integer[], p_value in
                                                   p_from integer DEFAULT 1)
 RETURNS integer
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     lo integer := p_from;
@@ -169,7 +165,6 @@ $fn$;
 CREATE OR REPLACE FUNCTION timers._sql_tokens(sql text, coarse boolean DEFAULT false)
 RETURNS TABLE (n integer, pos integer, tok text, kind text)
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     pat constant text := timers._sql_lex_pattern(coarse);
@@ -426,7 +421,6 @@ $fn$;
 CREATE OR REPLACE FUNCTION timers._sql_refused_words()
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $fn$
 SELECT ARRAY['CREATE', 'DROP', 'ALTER', 'GRANT', 'REVOKE', 'SET', 'RESET', 'DISCARD',
              'BEGIN', 'START', 'COMMIT', 'END', 'ROLLBACK', 'ABORT', 'SAVEPOINT', 'RELEASE',
@@ -442,7 +436,6 @@ $fn$;
 CREATE OR REPLACE FUNCTION timers._sql_code(sql text)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $fn$
 BEGIN
     RETURN (SELECT coalesce(string_agg(
@@ -470,7 +463,6 @@ $fn$;
 CREATE OR REPLACE FUNCTION timers._sql_continued(parts bigint[], routine boolean[], code text[])
 RETURNS int8multirange
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     depth integer := 0;
@@ -522,7 +514,6 @@ $fn$;
 CREATE OR REPLACE FUNCTION timers._sql_statements(sql text)
 RETURNS TABLE (n integer, pos integer, head text[], has_on boolean)
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $fn$
 #variable_conflict use_column
 BEGIN
@@ -598,7 +589,6 @@ $fn$;
 -- it (COPY TO PROGRAM); for GRANT and REVOKE only whether they are ON something.
 CREATE OR REPLACE FUNCTION timers._sql_refusal_head(head text[], has_on boolean) RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     w text[] := head;
@@ -786,7 +776,6 @@ $fn$;
 CREATE OR REPLACE FUNCTION timers._sql_refusal(head text[], has_on boolean, p_autonomous boolean,
                                                OUT statement text, OUT reason text, OUT hint text)
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     v_head constant text := timers._sql_refusal_head(head, has_on);
@@ -812,7 +801,6 @@ $fn$;
 CREATE OR REPLACE FUNCTION timers._sql_wants_autonomy(sql text)
 RETURNS text
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     s record;
@@ -845,7 +833,6 @@ $fn$;
 CREATE OR REPLACE FUNCTION timers._sql_line_col(sql text, pos integer)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     before constant text := left(sql, pos - 1);
@@ -865,7 +852,6 @@ $fn$;
 CREATE OR REPLACE FUNCTION timers._sql_parse_error(sql text)
 RETURNS text
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
 SET check_function_bodies = on
 SET client_min_messages = warning
 AS $fn$
@@ -916,7 +902,6 @@ $fn$;
 CREATE OR REPLACE FUNCTION timers._sql_error_position(sql text, message text)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     blank constant text := E' \t\n\r\f\x0b';
@@ -1130,7 +1115,6 @@ CREATE OR REPLACE FUNCTION timers._sql_string_value(parts text[], p_unicode bool
                                                     p_escape text DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
 SET standard_conforming_strings = on
 AS $fn$
 DECLARE
@@ -1214,7 +1198,6 @@ CREATE OR REPLACE FUNCTION timers._sql_scan(p_text text, p_session_only boolean,
                                             p_autonomous boolean DEFAULT false,
                                             OUT statement text, OUT reason text, OUT pos integer)
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     dblinks constant text[] := ARRAY['dblink', 'dblink_exec', 'dblink_connect', 'dblink_connect_u',

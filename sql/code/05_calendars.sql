@@ -41,7 +41,6 @@ $$;
 -- are fetched 16 at a time.
 CREATE OR REPLACE FUNCTION timers._next_trading_day(calendar text, from_day date) RETURNS date
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_name    text;
@@ -121,7 +120,6 @@ $$;
 -- trades every day, as in _next_trading_day.
 CREATE OR REPLACE FUNCTION timers._nth_trading_day(p_calendar text, month_first date, nth integer) RETURNS date
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_last date := (month_first + interval '1 month' - interval '1 day')::date;
@@ -156,7 +154,6 @@ $$;
 -- as a mask: bit 0 = Sunday .. bit 6 = Saturday.
 CREATE OR REPLACE FUNCTION timers._parse_week(p_week text) RETURNS smallint
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_text text := lower(regexp_replace(coalesce(p_week, ''), '\s+', '', 'g'));
@@ -176,7 +173,6 @@ $$;
 -- A week as a day mask, else 22023 naming the bad part.
 CREATE OR REPLACE FUNCTION timers._week_mask(p_week text) RETURNS smallint
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_mask smallint := timers._parse_week(p_week);
@@ -192,7 +188,6 @@ $$;
 -- The mask back as text, for reading: 62 -> 'mon,tue,wed,thu,fri'.
 CREATE OR REPLACE FUNCTION timers._week_text(p_mask smallint) RETURNS text
     LANGUAGE sql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT coalesce(string_agg(d, ',' ORDER BY i), 'none')
           FROM unnest(ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat']) WITH ORDINALITY AS x(d, i)
@@ -202,7 +197,6 @@ CREATE OR REPLACE FUNCTION timers._week_text(p_mask smallint) RETURNS text
 -- A calendar name by the name rules, else 22023.
 CREATE OR REPLACE FUNCTION timers._check_calendar_name(p_name text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9_-]{1,64}$' THEN
@@ -216,7 +210,6 @@ $$;
 -- The stored name of a calendar (names compare case-insensitively); raises when missing.
 CREATE OR REPLACE FUNCTION timers._calendar(p_name text) RETURNS text
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_name text;
@@ -234,7 +227,6 @@ $$;
 -- A day outside the calendar's known range is an error, never a guess.
 CREATE OR REPLACE FUNCTION timers._calendar_known(p_name text, p_day date) RETURNS void
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     c timers.calendars;
@@ -257,7 +249,6 @@ CREATE OR REPLACE FUNCTION timers._calendar_ready(
     p_calendar text, p_due_at timestamptz, p_zone text, p_keyed boolean)
     RETURNS void
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM timers.calendars WHERE lower(name) = lower(p_calendar) COLLATE "default") THEN
@@ -276,7 +267,6 @@ $$;
 -- Rows being run are skipped: the run plans its next time when it commits.
 CREATE OR REPLACE FUNCTION timers._replan_calendar(p_name text) RETURNS integer
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     t timers.timers;
@@ -307,7 +297,6 @@ $$;
 -- A readable summary of a calendar.
 CREATE OR REPLACE FUNCTION timers._calendar_json(p_name text) RETURNS jsonb
     LANGUAGE sql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT jsonb_build_object(
             'name', c.name,
@@ -329,7 +318,6 @@ CREATE OR REPLACE FUNCTION timers._calendar_json(p_name text) RETURNS jsonb
 CREATE OR REPLACE FUNCTION timers._calendar_changed(p_actor name, p_action text, p_name text, p_detail jsonb)
     RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_keyed integer;
@@ -590,7 +578,6 @@ COMMENT ON FUNCTION timers.trading_days(text, date, date) IS
 -- The last open day of a calendar on or before p_day (NULL when none within 400 days).
 CREATE OR REPLACE FUNCTION timers._prev_trading_day(p_calendar text, p_day date) RETURNS date
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_day date := p_day;

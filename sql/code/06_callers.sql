@@ -24,7 +24,6 @@ END $$;
 CREATE OR REPLACE FUNCTION timers._audit(p_actor name, p_action text, p_object text, p_detail jsonb)
     RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     INSERT INTO timers.audit (actor, session, action, object, detail)
@@ -34,7 +33,6 @@ END $$;
 -- Wake the runners of this database: they LISTEN on channel pgtimers.
 CREATE OR REPLACE FUNCTION timers._notify(p_event text, p_object text) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     PERFORM pg_notify('pgtimers', jsonb_build_object(
@@ -53,7 +51,6 @@ CREATE OR REPLACE FUNCTION timers._event(
     p_sqlstate text, p_extra jsonb DEFAULT '{}', p_run bigint DEFAULT NULL,
     p_messages text DEFAULT '') RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_error text := coalesce(p_error, '');
@@ -93,7 +90,6 @@ $$;
 -- Leave this call's caller ticket: (this transaction, current_user).
 CREATE OR REPLACE FUNCTION timers._ticket() RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     INSERT INTO timers.callers DEFAULT VALUES;
@@ -103,7 +99,6 @@ END $$;
 -- itself may act for it.
 CREATE OR REPLACE FUNCTION timers._take_ticket(p_actor name, p_what text) RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     DELETE FROM timers.callers

@@ -22,7 +22,6 @@
 -- security-definer function it owns. Found by the name index: a save asks every time.
 CREATE OR REPLACE FUNCTION timers._executor_of(p_role name) RETURNS text
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_oid oid := (SELECT r.oid FROM pg_roles r WHERE r.rolname = p_role);
@@ -101,7 +100,6 @@ $$;
 -- none can). Called again for an executor that p_owner owns already, it only grants.
 CREATE OR REPLACE FUNCTION timers._hand_over(p_fn text, p_owner name) RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_me name := current_user;
@@ -154,7 +152,6 @@ $$;
 -- (on PostgreSQL 15 inherit and set are NULL: a membership has no options there).
 CREATE OR REPLACE FUNCTION timers._grants_of(p_owner name) RETURNS jsonb
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     RETURN (SELECT coalesce(jsonb_agg(jsonb_build_object(
@@ -172,7 +169,6 @@ $$;
 -- ... WITH updates) gets its options back. p_before: timers._grants_of before the lend.
 CREATE OR REPLACE FUNCTION timers._take_back(p_owner name, p_before jsonb) RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_now jsonb := timers._grants_of(p_owner);
@@ -201,7 +197,6 @@ $$;
 -- 'noinherit' (PostgreSQL 15: the installing role is NOINHERIT).
 CREATE OR REPLACE FUNCTION timers._refuse_hand_over(p_owner name, p_why text) RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_me name := current_user;
@@ -234,7 +229,6 @@ $$;
 -- The role a timer's executor runs as (its owner), NULL when it is gone.
 CREATE OR REPLACE FUNCTION timers._executor_owner(p_executor text) RETURNS oid
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     RETURN (SELECT p.proowner FROM pg_proc p
@@ -248,7 +242,6 @@ $$;
 -- count the rows a procedure or a DO block wrote, which no row count reports).
 CREATE OR REPLACE FUNCTION timers._rows_written() RETURNS bigint
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     RETURN (SELECT coalesce(sum(pg_catalog.pg_stat_get_xact_tuples_inserted(c.oid)
@@ -275,6 +268,7 @@ CREATE OR REPLACE FUNCTION timers._exec_as(p_owner name, p_sql text) RETURNS big
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
     v_fn text;
+    v_role oid;
     v_settings text[];
     v_prepared text;
     v_call text;
@@ -285,8 +279,9 @@ BEGIN
     v_nil := timers._scan_session_use(p_sql);
     v_nil := timers._fresh_run_state();
     -- as a login of the role would have them (work_mem, enable_*, jit ...): cheap when none
-    IF EXISTS (SELECT 1 FROM pg_db_role_setting d WHERE d.setrole = timers._executor_owner(v_fn)) THEN
-        v_nil := timers._apply_role_settings(timers._executor_owner(v_fn));
+    v_role := timers._executor_owner(v_fn);
+    IF EXISTS (SELECT 1 FROM pg_db_role_setting d WHERE d.setrole = v_role) THEN
+        v_nil := timers._apply_role_settings(v_role);
     END IF;
     v_settings := timers._settings_now();
     v_prepared := timers._prepared_now();
@@ -312,7 +307,6 @@ $$;
 -- transaction nothing but pgtimers' own tables (not counted) is written before the run.
 CREATE OR REPLACE FUNCTION timers._run_rows(p_count bigint, p_before bigint) RETURNS bigint
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_before IS NULL THEN
@@ -328,7 +322,6 @@ $$;
 -- look at the counters before and after.
 CREATE OR REPLACE FUNCTION timers._counted_by_statement(p_sql text) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     RETURN p_sql ~* '^\s*(insert|update|delete|merge|select|with|values|table)\M'
@@ -344,7 +337,6 @@ $$;
 -- objects, LISTEN) goes with its transaction: timers._session_reset.
 CREATE OR REPLACE FUNCTION timers._fresh_run_state() RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
@@ -400,7 +392,6 @@ $$;
 -- database-specific setting wins over the same one for all databases.
 CREATE OR REPLACE FUNCTION timers._apply_role_settings(p_role oid) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     r record;
@@ -498,7 +489,6 @@ CREATE OR REPLACE FUNCTION timers._settings_now() RETURNS text[]
 -- last was prepared (a PREPARE adds one or moves the time, a DEALLOCATE takes one).
 CREATE OR REPLACE FUNCTION timers._prepared_now() RETURNS text
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     RETURN (SELECT count(*)::text || ' ' || coalesce(max(p.prepare_time)::text, '')
@@ -513,7 +503,6 @@ $$;
 -- SQL as a role with an executor (it could SET ROLE anyway).
 CREATE OR REPLACE FUNCTION timers._saved_executor(p_owner name, p_sql text) RETURNS text
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     -- the name (or key) index whatever the statistics say: a table analyzed while empty
     -- would make each look-up a scan, and a bulk save quadratic
     SET enable_seqscan = off SET jit = off
@@ -561,7 +550,6 @@ $$;
 -- before the save-time check knew them). The text is read only when it can hold one.
 CREATE OR REPLACE FUNCTION timers._scan_session_use(p_sql text) RETURNS void
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_refusal record;

@@ -102,7 +102,6 @@ COMMENT ON VIEW timers.status IS
 -- VOLATILE on purpose: it must see the row the same statement has just written.
 CREATE OR REPLACE FUNCTION timers._status(p_name text) RETURNS timers.status
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     -- the name (or key) index whatever the statistics say: a table analyzed while empty
     -- would make each look-up a scan, and a bulk save quadratic
     SET enable_seqscan = off SET jit = off

@@ -7,7 +7,6 @@
 -- expired, start_at, end_at and max_runs; NULL when it is not armed.
 CREATE OR REPLACE FUNCTION timers._plan(t timers.timers, p_after timestamptz) RETURNS timestamptz
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_next timestamptz;
@@ -29,7 +28,6 @@ $$;
 -- Raise P0002 for a timer name that is not there.
 CREATE OR REPLACE FUNCTION timers._no_such_timer(p_name text) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     RAISE EXCEPTION 'there is no timer % in database %', timers._quoted(p_name), current_database()
@@ -40,7 +38,6 @@ $$;
 -- Lock a timer row for a save; a running timer is refused, not waited for.
 CREATE OR REPLACE FUNCTION timers._lock_for_change(p_name text) RETURNS timers.timers
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     r record;
@@ -58,7 +55,6 @@ $$;
 -- A locked timer is changed only after timers.unlock (42501).
 CREATE OR REPLACE FUNCTION timers._refuse_locked(t timers.timers, p_what text) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF t.locked THEN
@@ -74,7 +70,6 @@ CREATE OR REPLACE FUNCTION timers._check_options(
     p_catch_up text, p_start_at timestamptz, p_end_at timestamptz,
     p_max_runs bigint, p_timeout interval, p_test_clock text, p_catch_up_window interval) RETURNS void
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_catch_up IS NOT NULL AND p_catch_up NOT IN ('skip', 'latest', 'all') THEN
@@ -114,7 +109,6 @@ CREATE OR REPLACE FUNCTION timers._check_policies(
     p_retries integer, p_retry_delay interval, p_pause_after integer, p_jitter interval,
     p_priority integer) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_retries IS NULL OR p_retries < 0 OR p_retries > 100 THEN
@@ -144,7 +138,6 @@ $$;
 -- 'failures' (a run that went well keeps none).
 CREATE OR REPLACE FUNCTION timers._check_history(p_history text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_history IS NULL OR p_history NOT IN ('all', 'failures') THEN
@@ -159,7 +152,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._check_jitter(p_jitter interval, t timers.timers, p_now timestamptz)
     RETURNS void
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_first timestamptz;
@@ -180,7 +172,6 @@ $$;
 -- A trading schedule needs its calendar at save (22023 with a hint to make it).
 CREATE OR REPLACE FUNCTION timers._require_calendar(p_spec jsonb) RETURNS void
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_spec->>'kind' = 'trading'
@@ -308,7 +299,6 @@ CREATE OR REPLACE FUNCTION timers._save_one(
     p_managed_by text DEFAULT NULL, p_locked_ok boolean DEFAULT false)
     RETURNS text
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     a record;
@@ -679,7 +669,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._delete_timer(p_actor name, p_name text, p_cascade boolean DEFAULT false)
     RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     r record;
@@ -847,7 +836,6 @@ $$;
 -- (also one being deleted). What an earlier change asked for is applied first.
 CREATE OR REPLACE FUNCTION timers._lock_or_running(p_name text, OUT t timers.timers, OUT running boolean)
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     -- the name (or key) index whatever the statistics say: a table analyzed while empty
     -- would make each look-up a scan, and a bulk save quadratic
     SET enable_seqscan = off SET jit = off
@@ -875,7 +863,6 @@ $$;
 -- Record a change of a running timer for its run to apply; audited like the change.
 CREATE OR REPLACE FUNCTION timers._ask_pending(p_actor name, t timers.timers, p_action text) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     INSERT INTO timers.pending_changes AS c (timer_id, action, requested_by)
@@ -897,7 +884,6 @@ $$;
 -- it is not running.
 CREATE OR REPLACE FUNCTION timers._run_backend(p_id bigint) RETURNS integer
     LANGUAGE sql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT coalesce(
             (SELECT l.pid

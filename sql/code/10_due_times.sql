@@ -68,7 +68,6 @@ CREATE OR REPLACE FUNCTION timers._record_skips(
     t timers.timers, p_dues timestamptz[], p_count bigint, p_first timestamptz,
     p_last timestamptz, p_reason text, p_runner text) RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_count IS NULL OR p_count < 1 THEN
@@ -107,7 +106,6 @@ CREATE OR REPLACE FUNCTION timers._walk_dues(
     OUT n bigint, OUT first_due timestamptz, OUT last_due timestamptz,
     OUT before_last timestamptz, OUT dues timestamptz[], OUT next_due timestamptz)
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_at timestamptz := p_from;
@@ -145,7 +143,6 @@ CREATE OR REPLACE FUNCTION timers._apply_gap(
     t timers.timers, p_gap_end timestamptz, p_reason text, p_runner text,
     p_since timestamptz DEFAULT NULL) RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_mode text := coalesce(t.catch_up, 'skip');
@@ -218,7 +215,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._prev_due(t timers.timers, p_due timestamptz, p_floor timestamptz)
     RETURNS timestamptz
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_floor timestamptz := p_floor;
@@ -279,7 +275,6 @@ $$;
 -- within that while, what it was: the timer's own note first.
 CREATE OR REPLACE FUNCTION timers._late_reason(p_first timestamptz, p_timer bigint) RETURNS text
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_said text := current_setting('pgtimers.late', true);
@@ -314,7 +309,6 @@ CREATE OR REPLACE FUNCTION timers._after_run(
     p_n1 timestamptz, OUT next_due timestamptz, OUT catch_up boolean, OUT skip_n bigint,
     OUT skip_first timestamptz, OUT skip_last timestamptz, OUT skip_dues timestamptz[])
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_n1 timestamptz := p_n1;  -- timers._plan(t, p_due): the caller has it
@@ -349,7 +343,6 @@ CREATE OR REPLACE FUNCTION timers._next_attempt(
     t timers.timers, p_attempt integer, p_ended timestamptz, p_next_due timestamptz,
     OUT retry_at timestamptz, OUT given_up text)
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF t.retries < 1 THEN
@@ -373,7 +366,6 @@ CREATE OR REPLACE FUNCTION timers._paused(
     t timers.timers, p_due timestamptz, p_attempt integer, p_error text, p_sqlstate text,
     p_streak integer, p_runner text) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     PERFORM timers._pause(t.id, jsonb_build_object(
@@ -413,7 +405,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._apply_gaps(p_reason text, p_runner text, p_since timestamptz)
     RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     t timers.timers;

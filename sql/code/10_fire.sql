@@ -255,7 +255,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._say_claimed(p_mark text, p_kind text, p_id bigint, p_at timestamptz)
     RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
@@ -283,7 +282,6 @@ CREATE OR REPLACE FUNCTION timers._claim_due(
     p_skip bigint[], p_full text[] DEFAULT '{}', OUT id bigint, OUT due_at timestamptz, OUT timeout interval,
     OUT run_group text)
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     -- index scans whatever the statistics say (a table that grew since its last
     -- ANALYZE must not make every claim a scan and sort of all that is due; no JIT)
     SET enable_seqscan = off SET enable_bitmapscan = off SET jit = off
@@ -350,7 +348,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._keyed_claim(p_skip bigint[])
     RETURNS TABLE (id bigint, owed_at timestamptz, timeout_ms bigint)
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     -- index scans whatever the statistics say (a table that grew since its last
     -- ANALYZE must not make every claim a scan and sort of all that is due; no JIT)
     SET enable_seqscan = off SET enable_bitmapscan = off SET jit = off
@@ -405,7 +402,6 @@ CREATE OR REPLACE FUNCTION timers._claim_backfill(
     p_skip bigint[], p_full text[] DEFAULT '{}', OUT id bigint, OUT timer_id bigint, OUT timeout interval,
     OUT run_group text)
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     -- index scans whatever the statistics say (a table that grew since its last
     -- ANALYZE must not make every claim a scan and sort of all that is due; no JIT)
     SET enable_seqscan = off SET enable_bitmapscan = off SET jit = off
@@ -435,7 +431,6 @@ CREATE OR REPLACE FUNCTION timers._claim_follow(
     p_skip bigint[], p_full text[] DEFAULT '{}', OUT id bigint, OUT due_at timestamptz,
     OUT timeout interval, OUT run_group text)
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     SET enable_seqscan = off SET enable_bitmapscan = off SET jit = off
     AS $$
 DECLARE
@@ -597,7 +592,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._run_retry(t timers.timers, p_runner text, p_lost jsonb DEFAULT NULL)
     RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
@@ -638,7 +632,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._give_up_retry(t timers.timers, p_why text, p_runner text)
     RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     -- the last attempt's own error (last_error says more: which attempt, what next)
@@ -805,7 +798,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._run_follow(
     t timers.timers, p_due timestamptz, p_runner text, p_lost jsonb DEFAULT NULL) RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns
@@ -852,7 +844,6 @@ CREATE OR REPLACE FUNCTION timers._keyed_fire(
     p_id bigint, p_owed_at timestamptz, p_runner text, p_lost jsonb DEFAULT NULL)
     RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
@@ -965,7 +956,6 @@ CREATE OR REPLACE FUNCTION timers._execute(
     p_clock timestamptz, p_lost jsonb)
     RETURNS timers.run_outcome
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
@@ -1023,7 +1013,6 @@ $$;
 -- ran, which were skipped), not by how much later the runner could say so.
 CREATE OR REPLACE FUNCTION timers._run_clock(t timers.timers, p_lost jsonb) RETURNS timestamptz
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_lost IS NULL OR t.test_clock IS NOT NULL THEN
@@ -1040,7 +1029,6 @@ $$;
 -- after the run. A run that waits longer yields (timers._yielded; docs/running.md).
 CREATE OR REPLACE FUNCTION timers._limit_lock_waits() RETURNS text
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
@@ -1058,7 +1046,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._run_error(p_sqlstate text, p_message text, p_timeout interval)
     RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT CASE
             WHEN p_sqlstate = '57014' AND p_message LIKE '%statement timeout%'
@@ -1079,7 +1066,6 @@ CREATE OR REPLACE FUNCTION timers._run_error(p_sqlstate text, p_message text, p_
 -- nothing (a wait for a table's lock while the statement was being planned).
 CREATE OR REPLACE FUNCTION timers._lock_waiter(p_context text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT coalesce(' (' || timers._cut(nullif(replace(rtrim(substring(
                    coalesce(p_context, '') FROM '^(.*?)(?:PL/pgSQL function timers_exec\.|$)'),
@@ -1096,7 +1082,6 @@ CREATE OR REPLACE FUNCTION timers._lock_waiter(p_context text) RETURNS text
 CREATE OR REPLACE FUNCTION timers._yielded(
     t timers.timers, p_kind text, p_due timestamptz, r timers.run_outcome, p_skips jsonb) RETURNS jsonb
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     RETURN jsonb_build_object(
@@ -1110,7 +1095,6 @@ $$;
 -- (pgtimers.late names it: timers._late_reason): it ran, so the runner lets it be.
 CREATE OR REPLACE FUNCTION timers._ran_after_yield(p_result jsonb, p_timer bigint) RETURNS jsonb
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_said text := current_setting('pgtimers.late', true);
@@ -1134,7 +1118,6 @@ CREATE OR REPLACE FUNCTION timers._due_recorded(
     r timers.run_outcome, p_skips jsonb, p_runner text)
     RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
@@ -1211,7 +1194,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._retry_recorded(t timers.timers, p_now timestamptz, r timers.run_outcome, p_runner text)
     RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
@@ -1264,7 +1246,6 @@ CREATE OR REPLACE FUNCTION timers._request_recorded(
     q timers.run_requests, t timers.timers, p_now timestamptz, r timers.run_outcome, p_runner text)
     RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_ok boolean := r.ok;
@@ -1318,7 +1299,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._follow_recorded(
     t timers.timers, p_due timestamptz, r timers.run_outcome, p_runner text) RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns
@@ -1369,7 +1349,6 @@ CREATE OR REPLACE FUNCTION timers._attempt_outcome(
     p_next_due timestamptz, OUT final boolean, OUT streak integer, OUT pause boolean,
     OUT last_error text, OUT retry_at timestamptz, OUT given_up text)
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     o record;
@@ -1399,7 +1378,6 @@ CREATE OR REPLACE FUNCTION timers._failed_outcome(
     t timers.timers, p_attempt integer, p_error text, p_retry_at timestamptz, p_given_up text,
     OUT final boolean, OUT streak integer, OUT pause boolean, OUT last_error text)
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     final := p_retry_at IS NULL;
@@ -1425,7 +1403,6 @@ CREATE OR REPLACE FUNCTION timers._attempt_recorded(
     p_retry_at timestamptz, p_given_up text, p_paused boolean, p_streak integer, p_runner text)
     RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
@@ -1470,7 +1447,6 @@ CREATE OR REPLACE FUNCTION timers._announce_failure(
     p_run bigint)
     RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     PERFORM timers._event('failed', t.name, p_due, p_attempt, r.error, r.sqlstate,
@@ -1498,7 +1474,6 @@ CREATE OR REPLACE FUNCTION timers._attempt_result(
     t timers.timers, p_kind text, p_due timestamptz, p_attempt integer, r timers.run_outcome, p_late bigint,
     p_skips jsonb, p_retry_at timestamptz, p_given_up text, p_paused boolean) RETURNS jsonb
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_result jsonb := jsonb_build_object(

@@ -112,7 +112,6 @@ $$;
 -- runner come back later), and a ring wakes a parked runner for one look.
 CREATE OR REPLACE FUNCTION timers._ring() RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     PERFORM pg_try_advisory_xact_lock_shared(1885828201, 1);
@@ -135,7 +134,6 @@ CREATE OR REPLACE FUNCTION timers._ringing() RETURNS SETOF name
 -- Take one of timers.locks, waiting at most p_wait; after that, name who holds it.
 CREATE OR REPLACE FUNCTION timers._take_lock(p_name text, p_wait interval) RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_old text := current_setting('lock_timeout');

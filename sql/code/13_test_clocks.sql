@@ -6,7 +6,6 @@
 -- Raise P0002 for a test clock name that is not there.
 CREATE OR REPLACE FUNCTION timers._no_such_test_clock(p_name text) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     RAISE EXCEPTION 'there is no test clock % in database %', timers._quoted(p_name), current_database()
@@ -268,7 +267,6 @@ COMMENT ON FUNCTION timers.delete_test_clock(text) IS
 -- Raises 57014 after 60 seconds. VOLATILE: each look sees what has committed.
 CREATE OR REPLACE FUNCTION timers._clock_wait(p_name text, p_at timestamptz, p_owed integer) RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_deadline timestamptz := clock_timestamp() + interval '60 seconds';

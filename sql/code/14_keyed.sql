@@ -20,7 +20,6 @@ CREATE OR REPLACE FUNCTION timers._keyed_parse_key(
     p_key text, OUT subject text, OUT kind text, OUT name text, OUT occurrence text,
     OUT n integer, OUT base text)
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_form constant text := 'a key is owner:kind:name:occurrence[@n], e.g. job_4Tx9:deadline:at_risk:2027 or clk_8Tx1#US:rung:notice 90d:2027@0';
@@ -154,7 +153,6 @@ CREATE OR REPLACE TRIGGER read_only INSTEAD OF INSERT OR UPDATE OR DELETE ON tim
 -- VOLATILE: it must see the row the same statement has just written.
 CREATE OR REPLACE FUNCTION timers._keyed_row(p_id bigint) RETURNS timers.keyed
     LANGUAGE sql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$ SELECT k.* FROM timers.keyed k WHERE k.id = p_id $$;
 
 CREATE OR REPLACE FUNCTION timers.list_keyed("on" text DEFAULT NULL, status text DEFAULT NULL,
@@ -177,7 +175,6 @@ COMMENT ON FUNCTION timers.list_keyed(text, text, text) IS
 -- a direct call naming another role is refused, also from a timer's SQL), and an admin.
 CREATE OR REPLACE FUNCTION timers._keyed_check_actor(p_actor name, p_what text) RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     PERFORM timers._take_ticket(p_actor, p_what);
@@ -193,7 +190,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._keyed_event(
     k timers.keyed_timers, p_event text, p_cause text, p_actor name, p_detail jsonb) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     INSERT INTO timers.keyed_events (clock_at, key, event, cause, actor, detail)
@@ -205,7 +201,6 @@ $$;
 -- Lock a keyed timer for a change; one being fired right now is refused, not waited for.
 CREATE OR REPLACE FUNCTION timers._keyed_lock(p_key text) RETURNS timers.keyed_timers
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     k timers.keyed_timers;
@@ -227,7 +222,6 @@ $$;
 -- Refuse a change of a timer that is not in one of the states p_states.
 CREATE OR REPLACE FUNCTION timers._keyed_require(k timers.keyed_timers, p_states text[], p_what text) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF k.status = ANY (p_states) THEN
@@ -258,7 +252,6 @@ $$;
 -- A keyed timer's version: the given one (1-200 characters), else the SQL's md5.
 CREATE OR REPLACE FUNCTION timers._keyed_version(p_sql text, p_version text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_version IS NOT NULL AND (p_version = '' OR length(p_version) > 200) THEN
@@ -273,7 +266,6 @@ $$;
 -- that a keyed timer holds already (it passed the check when it was armed).
 CREATE OR REPLACE FUNCTION timers._keyed_check_sql(p_sql text) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_sql IS NOT NULL AND octet_length(p_sql) <= 65536 AND EXISTS (
@@ -352,7 +344,6 @@ CREATE OR REPLACE FUNCTION timers._keyed_arm_args(
     p_since timestamptz, p_zone text,
     OUT zone text, OUT nominal timestamptz, OUT policy timers.keyed_policies)
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     PERFORM timers._check_time('since', p_since);

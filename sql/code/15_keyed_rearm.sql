@@ -10,7 +10,6 @@
 CREATE OR REPLACE FUNCTION timers._keyed_roll(p_calendar text, p_roll text, p_zone text, p_at timestamptz)
     RETURNS timestamptz
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_name text;
@@ -40,20 +39,17 @@ $$;
 CREATE OR REPLACE FUNCTION timers._keyed_span_end(p_since timestamptz, p_span interval, p_zone text)
     RETURNS timestamptz
     LANGUAGE sql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$ SELECT ((p_since AT TIME ZONE p_zone) + p_span) AT TIME ZONE p_zone $$;
 
 -- The last activity implied by a time owed under a span (a move of a policy timer).
 CREATE OR REPLACE FUNCTION timers._keyed_span_start(p_owed timestamptz, p_span interval, p_zone text)
     RETURNS timestamptz
     LANGUAGE sql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$ SELECT ((p_owed AT TIME ZONE p_zone) - p_span) AT TIME ZONE p_zone $$;
 
 -- A policy name by the name rules, else 22023.
 CREATE OR REPLACE FUNCTION timers._keyed_check_policy_name(p_name text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9_.-]{1,64}$' THEN
@@ -67,7 +63,6 @@ $$;
 -- A policy by name (names compare case-insensitively); raises when missing.
 CREATE OR REPLACE FUNCTION timers._keyed_policy(p_name text) RETURNS timers.keyed_policies
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     p timers.keyed_policies;
@@ -85,7 +80,6 @@ $$;
 -- The checks of a calendar and roll given to arm; the calendar's stored name.
 CREATE OR REPLACE FUNCTION timers._keyed_check_roll(p_calendar text, p_roll text) RETURNS text
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_calendar IS NULL AND p_roll IS NULL THEN
@@ -108,7 +102,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._keyed_rearm_at(k timers.keyed_timers, p_actor name, p_cause text,
     p_nominal timestamptz, p_since timestamptz) RETURNS bigint
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_owed timestamptz := timers._keyed_roll(k.calendar, k.roll, k.zone, p_nominal);
@@ -129,7 +122,6 @@ $$;
 -- the reason (timers._calendar_ready). Returns how many re-armed.
 CREATE OR REPLACE FUNCTION timers._keyed_reroll(p_actor name, p_calendar text) RETURNS integer
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     k timers.keyed_timers;

@@ -59,7 +59,6 @@ $$;
 -- clear error for anything else (not partitioned, not by range, wrong key).
 CREATE OR REPLACE FUNCTION timers._keep_key_type(p_table regclass) RETURNS regtype
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_kind "char";
@@ -103,7 +102,6 @@ $$;
 -- A retention span for keep_data_for: at least a day.
 CREATE OR REPLACE FUNCTION timers._check_keep(p_keep interval) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_keep IS NULL OR p_keep < interval '1 day' THEN
@@ -119,7 +117,6 @@ $$;
 -- casts the text to it.
 CREATE OR REPLACE FUNCTION timers._partition_upper(p_partition regclass) RETURNS text
     LANGUAGE sql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT replace(m[1], '''''', '''')
           FROM pg_class c,

@@ -25,7 +25,6 @@ CREATE OR REPLACE FUNCTION timers._pg_cron_reason(message text) RETURNS text
 -- The importing role may import (a member of pgtimers_admin), else 42501.
 CREATE OR REPLACE FUNCTION timers._pg_cron_may_import() RETURNS void
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF NOT pg_has_role(current_user, timers._role('admin'), 'MEMBER') THEN
@@ -41,7 +40,6 @@ $$;
 -- not save timers.
 CREATE OR REPLACE FUNCTION timers._pg_cron_cannot(j jsonb) RETURNS text
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_db   text := coalesce(j->>'database', current_database());
@@ -228,7 +226,6 @@ COMMENT ON FUNCTION timers.import_pg_cron_jobs(jsonb, boolean, text, text) IS
 -- is not a superuser can schedule jobs of its own only). Nothing of the table is read.
 CREATE OR REPLACE FUNCTION timers._pg_cron_table() RETURNS regclass
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_table regclass := to_regclass('cron.job');

@@ -10,7 +10,6 @@ CREATE OR REPLACE FUNCTION timers._backfill_dues(
     t timers.timers, p_from timestamptz, p_to timestamptz, p_cap integer,
     OUT n integer, OUT first_due timestamptz)
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_at timestamptz := timers._next_due(t.spec, p_from - interval '1 microsecond', t.zone, t.start_at);
@@ -176,7 +175,6 @@ COMMENT ON FUNCTION timers.cancel_backfill(bigint) IS
 -- Say that backfill b has ended (done or cancelled): the backfill_done event.
 CREATE OR REPLACE FUNCTION timers._backfill_ended(b timers.backfill_jobs) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     PERFORM timers._event('backfill_done', b.timer, NULL, NULL, b.note, '', jsonb_build_object(
@@ -187,7 +185,6 @@ $$;
 -- End the running backfills of timer p_timer_id (deleted): cancelled, with the reason.
 CREATE OR REPLACE FUNCTION timers._end_backfills(p_timer_id bigint, p_why text) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     b timers.backfill_jobs;

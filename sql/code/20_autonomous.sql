@@ -10,7 +10,6 @@
 -- is then neither claimed nor run again, and changes to it wait (timers._lock_or_running).
 CREATE OR REPLACE FUNCTION timers._autonomous_open(t timers.timers) RETURNS boolean
     LANGUAGE sql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT t.autonomous AND EXISTS (SELECT 1 FROM timers.autonomous_runs o WHERE o.timer_id = t.id)
     $$;
@@ -21,7 +20,6 @@ CREATE OR REPLACE FUNCTION timers._autonomous_open(t timers.timers) RETURNS bool
 -- which fails naming the owner (timers._saved_executor).
 CREATE OR REPLACE FUNCTION timers._autonomous_owner(t timers.timers) RETURNS name
     LANGUAGE sql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT r.rolname FROM pg_roles r
          WHERE t.autonomous AND r.oid = timers._executor_owner(t.executor)
@@ -33,7 +31,6 @@ CREATE OR REPLACE FUNCTION timers._autonomous_owner(t timers.timers) RETURNS nam
 -- every backend's pid and login to every role.
 CREATE OR REPLACE FUNCTION timers._autonomous_alive(a timers.autonomous_runs) RETURNS boolean
     LANGUAGE sql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT a.server_started = pg_postmaster_start_time()
            AND EXISTS (SELECT 1 FROM pg_stat_activity s
@@ -47,7 +44,6 @@ CREATE OR REPLACE FUNCTION timers._autonomous_alive(a timers.autonomous_runs) RE
 -- a statement). An autonomous run sends them one at a time, each committing by itself.
 CREATE OR REPLACE FUNCTION timers._autonomous_statements(p_sql text) RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT coalesce(array_agg(x.stmt ORDER BY x.n), '{}')
           FROM (SELECT s.n, substr(p_sql, s.pos,
@@ -70,7 +66,6 @@ CREATE OR REPLACE FUNCTION timers._autonomous_start(
     p_runner text)
     RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
@@ -161,7 +156,6 @@ CREATE OR REPLACE FUNCTION timers._autonomous_record(
     t timers.timers, a timers.autonomous_runs, p_outcome jsonb, p_runner text)
     RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     q timers.run_requests;

@@ -20,7 +20,6 @@
 -- `?` one character, everything else itself (no escape character in the glob).
 CREATE OR REPLACE FUNCTION timers._glob_like(p_glob text) RETURNS text
     LANGUAGE sql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 SELECT replace(replace(replace(replace(replace(coalesce(p_glob, '*'),
            '\', '\\'), '%', '\%'), '_', '\_'), '*', '%'), '?', '_')
@@ -33,7 +32,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._delivery_id(p_event bigint, p_at timestamptz, p_target text)
     RETURNS uuid
     LANGUAGE sql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 SELECT md5(concat_ws('/', current_database(), p_event::text,
                      to_char(p_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), p_target))::uuid

@@ -10,7 +10,6 @@
 -- already cut before p_text came here, which count too). NULL is ''.
 CREATE OR REPLACE FUNCTION timers._messages_cut(p_text text, p_more bigint DEFAULT 0) RETURNS text
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_limit constant integer := 8192;
@@ -35,7 +34,6 @@ $$;
 -- ('DETAIL: ...', 'HINT: ...'), cut to 8 KB; '' when it has neither.
 CREATE OR REPLACE FUNCTION timers._error_said(p_detail text, p_hint text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT CASE WHEN coalesce(p_detail, '') = '' AND coalesce(p_hint, '') = '' THEN ''
                     ELSE timers._messages_cut(concat_ws(E'\n', 'DETAIL: ' || nullif(p_detail, ''),

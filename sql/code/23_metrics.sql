@@ -32,7 +32,6 @@ $$;
 -- last bucket (one more than the bounds).
 CREATE OR REPLACE FUNCTION timers._bucket(p_ms bigint, p_bounds bigint[]) RETURNS integer
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     -- width_bucket counts the bounds <= its operand; a whole p_ms is <= bound b when p_ms - 1 < b

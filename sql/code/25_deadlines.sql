@@ -18,7 +18,6 @@ CREATE OR REPLACE FUNCTION timers._deadline_missed(
     t timers.timers, p_first timestamptz, p_last timestamptz, p_count bigint, p_why text)
     RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     UPDATE timers.timers
@@ -37,7 +36,6 @@ CREATE OR REPLACE FUNCTION timers._deadline_unsettled(
     t timers.timers, p_first timestamptz, p_last timestamptz, OUT n bigint, OUT first_due timestamptz,
     OUT last_due timestamptz)
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_settled timestamptz := (SELECT x.deadline_due_at FROM timers.timers x WHERE x.id = t.id);
@@ -76,7 +74,6 @@ CREATE OR REPLACE FUNCTION timers._deadline_recorded(
     t timers.timers, p_due timestamptz, p_ok boolean, p_final boolean, p_attempt integer,
     p_late_ms bigint, p_at timestamptz) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     u record;
@@ -106,7 +103,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._deadline_skipped(
     t timers.timers, p_first timestamptz, p_last timestamptz, p_count bigint) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_settled timestamptz := (SELECT x.deadline_due_at FROM timers.timers x WHERE x.id = t.id);
@@ -129,7 +125,6 @@ $$;
 -- a retry waited for. NULL: none.
 CREATE OR REPLACE FUNCTION timers._deadline_open(t timers.timers, OUT due timestamptz, OUT why text)
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF t.autonomous THEN
@@ -198,7 +193,6 @@ $$;
 -- Check a deadline option of timers.save: NULL (none), or more than 0 and at most a year.
 CREATE OR REPLACE FUNCTION timers._check_deadline(p_deadline interval) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     -- by its length in seconds: interval '1 year' compares as 360 days, '365 days' is less

@@ -9,7 +9,6 @@
 -- option of timers.save with its value (a default as its default), as JSON.
 CREATE OR REPLACE FUNCTION timers._timer_options(t timers.timers) RETURNS jsonb
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     RETURN jsonb_build_object(
@@ -28,7 +27,6 @@ $$;
 -- A timer's definition with its defaults left out: what timers.export writes of it.
 CREATE OR REPLACE FUNCTION timers._timer_definition(t timers.timers) RETURNS jsonb
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     c_defaults constant jsonb := jsonb_build_object(
@@ -46,7 +44,6 @@ $$;
 -- set that declares it, managed_by, is no change by itself: it follows a change.)
 CREATE OR REPLACE FUNCTION timers._timer_changes(o timers.timers, n timers.timers) RETURNS jsonb
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_old jsonb := timers._timer_options(o) || jsonb_build_object('owner', o.owner);
@@ -65,7 +62,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._timer_unchanged(o timers.timers, p_timer jsonb, p_owner name)
     RETURNS boolean
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     a record := timers._timer_args(p_timer);
@@ -107,7 +103,6 @@ $$;
 -- Returns the label (default 'apply').
 CREATE OR REPLACE FUNCTION timers._apply_label(p_spec jsonb) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_key text;
@@ -152,7 +147,6 @@ $$;
 -- (day, and note when it has one), each list by day. NULL: no such calendar.
 CREATE OR REPLACE FUNCTION timers._calendar_definition(p_name text) RETURNS jsonb
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     c timers.calendars;
@@ -185,7 +179,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._apply_calendar(
     p_actor name, p_cal jsonb, OUT action text, OUT name text, OUT changes jsonb)
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -266,7 +259,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._apply_error(p_what text, p_state text, p_message text, p_hint text)
     RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF coalesce(p_hint, '') = '' THEN

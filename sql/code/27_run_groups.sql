@@ -15,7 +15,6 @@
 -- NULL or a bad name: 22004 / 22023, naming it.
 CREATE OR REPLACE FUNCTION timers._check_group_name(p_group text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_group IS NULL THEN
@@ -35,7 +34,6 @@ $$;
 -- the transaction a slot is held in, so it cannot be in a group (22023).
 CREATE OR REPLACE FUNCTION timers._ensure_group(p_group text, p_autonomous boolean) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF p_group IS NULL THEN
@@ -63,7 +61,6 @@ $$;
 -- (timers._session_reset resets it anyway) names another transaction, and takes no slot.
 CREATE OR REPLACE FUNCTION timers._group_slot(p_group text) RETURNS boolean
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM)
@@ -91,7 +88,6 @@ $$;
 -- row lock goes with it) and claims again without the group's timers.
 CREATE OR REPLACE FUNCTION timers._group_claim(p_group text) RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF NOT timers._group_slot(p_group) THEN
@@ -106,7 +102,6 @@ $$;
 -- commit that frees the slot), so that one of them starts at once.
 CREATE OR REPLACE FUNCTION timers._group_freed(p_group text) RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM timers.timers t

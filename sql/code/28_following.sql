@@ -19,7 +19,6 @@
 -- still waiting for are dropped.
 CREATE OR REPLACE FUNCTION timers._set_follows(f timers.timers, p_after text[]) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_after text[] := coalesce(p_after, '{}');
@@ -84,7 +83,6 @@ $$;
 -- the 'follows' lock).
 CREATE OR REPLACE FUNCTION timers._follow_cycle(p_id bigint, p_ids bigint[]) RETURNS text
     LANGUAGE plpgsql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_path bigint[];
@@ -111,7 +109,6 @@ $$;
 -- too. Empty when none follows it.
 CREATE OR REPLACE FUNCTION timers._unfollow(t timers.timers, p_cascade boolean) RETURNS text[]
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_names text;
@@ -150,7 +147,6 @@ $$;
 CREATE OR REPLACE FUNCTION timers._tell_followers(
     t timers.timers, p_due timestamptz, p_ok boolean, p_reason text) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     f record;
@@ -211,7 +207,6 @@ CREATE OR REPLACE FUNCTION timers._tell_followers_skipped(
     t timers.timers, p_dues timestamptz[], p_first timestamptz, p_last timestamptz, p_reason text)
     RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_due timestamptz;
@@ -233,7 +228,6 @@ $$;
 -- 'after' of timers.export and timers.apply).
 CREATE OR REPLACE FUNCTION timers._follow_names(p_id bigint) RETURNS text[]
     LANGUAGE sql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT array_agg(t.name ORDER BY w.position)
           FROM timers.follows w JOIN timers.timers t ON t.id = w.upstream_id
@@ -245,7 +239,6 @@ CREATE OR REPLACE FUNCTION timers._follow_names(p_id bigint) RETURNS text[]
 -- cycle comes last, as given: the save refuses it.
 CREATE OR REPLACE FUNCTION timers._follow_order(p_timers jsonb) RETURNS SETOF jsonb
     LANGUAGE plpgsql IMMUTABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     v_left jsonb[] := ARRAY(SELECT e FROM jsonb_array_elements(p_timers) e);
@@ -281,7 +274,6 @@ $$;
 -- more than the deepest it follows (at most 1000).
 CREATE OR REPLACE FUNCTION timers._follow_depth(p_id bigint) RETURNS integer
     LANGUAGE sql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
         WITH RECURSIVE up(id, d) AS (
             SELECT p_id, 0

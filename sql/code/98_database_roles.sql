@@ -53,7 +53,6 @@ $$;
 -- database's name folded to lower-case letters, digits and '_' (at most 40 of them).
 CREATE OR REPLACE FUNCTION timers._database_role_name(p_kind text) RETURNS name
     LANGUAGE sql STABLE
-    SET search_path = pg_catalog, pg_temp
     AS $$
         SELECT format('pgtimers_%s_%s', left(regexp_replace(lower(current_database()), '[^a-z0-9_]', '_', 'g'), 40),
                       p_kind)::name
@@ -63,7 +62,6 @@ CREATE OR REPLACE FUNCTION timers._database_role_name(p_kind text) RETURNS name
 -- when the installing role may not make roles.
 CREATE OR REPLACE FUNCTION timers._make_role(p_role name) RETURNS void
     LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = p_role) THEN
