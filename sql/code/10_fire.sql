@@ -829,7 +829,7 @@ BEGIN
     END IF;
     v_nil := set_config('lock_timeout', v_locks, true);
     UPDATE timers.follow_dues x SET state = 'done' WHERE x.follower_id = t.id AND x.due_at = p_due;
-    RETURN timers._follow_recorded(t, p_due, r, p_runner);
+    RETURN timers._due_recorded(t, 'follow', p_due, NULL, NULL, r, '[]', p_runner);
 END
 $$;
 
@@ -1112,7 +1112,9 @@ $$;
 -- due time (p_n1: the walk's, if it knows it), the due times that came while it ran
 -- (skipped, or one catch-up run), the retry or pause a failure leads to, the timers.runs
 -- row. p_now: the timer's clock when it was claimed (a test clock's run takes no time).
--- Returns the result the runner logs.
+-- p_kind follow: a follower's due time (timers._run_follow), recorded as scheduled, with
+-- no schedule to plan: its next due time stays, and a later due time recorded first
+-- stays its last. Returns the result the runner logs.
 CREATE OR REPLACE FUNCTION timers._due_recorded(
     t timers.timers, p_kind text, p_due timestamptz, p_n1 timestamptz, p_now timestamptz,
     r timers.run_outcome, p_skips jsonb, p_runner text)
@@ -1121,41 +1123,51 @@ CREATE OR REPLACE FUNCTION timers._due_recorded(
     AS $$
 DECLARE
     v_nil text;  -- what a call whose value is not needed returns (not PERFORM: see the top)
+    v_follow boolean := p_kind = 'follow';
+    v_kind text := CASE WHEN v_follow THEN 'scheduled' ELSE p_kind END;
     v_skips jsonb := p_skips;
     v_n1 timestamptz := p_n1;
     v_ok boolean := r.ok;
-    v_late bigint := r.late_ms;
+    v_late bigint := CASE WHEN v_follow THEN greatest(r.late_ms, 0) ELSE r.late_ms END;
     v_started timestamptz := p_now;
     v_ended timestamptz := p_now;
+    v_next timestamptz;
+    v_catch_up boolean := false;
     v_event jsonb;
     v_took bigint := r.took_ms;
     v_tb integer := timers._bucket(r.took_ms, timers._duration_buckets());
-    v_lb integer := timers._bucket(r.late_ms, timers._lateness_buckets());
+    v_lb integer := timers._bucket(v_late, timers._lateness_buckets());
     a record;
     o record;
 BEGIN
-    IF t.test_clock IS NULL THEN
+    IF t.test_clock IS NULL OR v_follow THEN
         v_started := r.started_at;
         v_ended := clock_timestamp();
     END IF;
 
-    t.scheduled_runs := t.scheduled_runs + 1;
-    -- the walk's next due time holds unless max_runs (which this run counts toward) ends it
-    IF v_n1 IS NULL OR t.max_runs IS NOT NULL THEN
-        v_n1 := timers._plan(t, p_due);
+    IF v_follow THEN
+        o := timers._attempt_outcome(t, 1, v_ok, r.error, v_ended, NULL);
+    ELSE
+        t.scheduled_runs := t.scheduled_runs + 1;
+        -- the walk's next due time holds unless max_runs (which this run counts toward) ends it
+        IF v_n1 IS NULL OR t.max_runs IS NOT NULL THEN
+            v_n1 := timers._plan(t, p_due);
+        END IF;
+        a := timers._after_run(t, p_due, v_started, v_ended, v_n1);
+        IF a.skip_n > 0 THEN
+            v_event := timers._record_skips(t, a.skip_dues, a.skip_n, a.skip_first, a.skip_last,
+                format('the run due at %s was still running', timers._iso(p_due)), p_runner);
+            v_skips := v_skips || jsonb_build_array(v_event);
+        END IF;
+        v_next := a.next_due;
+        v_catch_up := a.catch_up;
+        -- a catch-up run due right away leaves no room for a retry
+        o := timers._attempt_outcome(t, 1, v_ok, r.error, v_ended,
+                                     CASE WHEN v_catch_up THEN v_ended ELSE v_next END);
     END IF;
-    a := timers._after_run(t, p_due, v_started, v_ended, v_n1);
-    IF a.skip_n > 0 THEN
-        v_event := timers._record_skips(t, a.skip_dues, a.skip_n, a.skip_first, a.skip_last,
-            format('the run due at %s was still running', timers._iso(p_due)), p_runner);
-        v_skips := v_skips || jsonb_build_array(v_event);
-    END IF;
-    -- a catch-up run due right away leaves no room for a retry
-    o := timers._attempt_outcome(t, 1, v_ok, r.error, v_ended,
-                                 CASE WHEN a.catch_up THEN v_ended ELSE a.next_due END);
 
     UPDATE timers.timers SET
-        last_due_at = p_due,
+        last_due_at = CASE WHEN v_follow THEN greatest(last_due_at, p_due) ELSE p_due END,
         last_run_at = v_started,
         last_late_ms = v_late,
         max_late_ms = greatest(max_late_ms, v_late),
@@ -1171,18 +1183,18 @@ BEGIN
         retry_due_at = CASE WHEN NOT o.final THEN p_due END,
         retry_attempt = CASE WHEN NOT o.final THEN 2 END,
         retry_at = o.retry_at,
-        next_due_at = a.next_due,
-        catch_up_due_at = CASE WHEN a.catch_up THEN a.next_due END,
-        expired = (a.next_due IS NULL),
+        next_due_at = CASE WHEN v_follow THEN next_due_at ELSE v_next END,
+        catch_up_due_at = CASE WHEN v_follow THEN catch_up_due_at WHEN v_catch_up THEN v_next END,
+        expired = CASE WHEN v_follow THEN expired ELSE v_next IS NULL END,
         last_success_at = CASE WHEN v_ok THEN v_ended ELSE last_success_at END,
         took_counts[v_tb] = took_counts[v_tb] + 1,
         took_sum_ms = took_sum_ms + greatest(v_took, 0),
         late_counts[v_lb] = late_counts[v_lb] + 1,
         late_sum_ms = late_sum_ms + greatest(v_late, 0)
      WHERE id = t.id;
-    v_nil := timers._attempt_recorded(t, p_kind, p_due, 1, r, v_late, o.retry_at, o.given_up,
+    v_nil := timers._attempt_recorded(t, v_kind, p_due, 1, r, v_late, o.retry_at, o.given_up,
                                      o.pause, o.streak, p_runner);
-    RETURN timers._ran_after_yield(timers._attempt_result(t, p_kind, p_due, 1, r, v_late, v_skips,
+    RETURN timers._ran_after_yield(timers._attempt_result(t, v_kind, p_due, 1, r, v_late, v_skips,
                                                           o.retry_at, o.given_up, o.pause), t.id);
 END
 $$;
@@ -1290,53 +1302,6 @@ BEGIN
         UPDATE timers.run_requests SET finished_at = clock_timestamp(), result = v_result WHERE id = q.id;
     END IF;
     RETURN v_result || jsonb_build_object('timer', t.name, 'kind', 'run_now', 'sqlstate', r.sqlstate);
-END
-$$;
-
--- The record of the first attempt of follower t's due time p_due (its row locked by the
--- caller), whose outcome is r: as a scheduled run's (timers._due_recorded), without a
--- schedule to plan; a failure's retry, if any, comes through timers._run_retry.
-CREATE OR REPLACE FUNCTION timers._follow_recorded(
-    t timers.timers, p_due timestamptz, r timers.run_outcome, p_runner text) RETURNS jsonb
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    v_nil text;  -- what a call whose value is not needed returns
-    v_ok boolean := r.ok;
-    v_started timestamptz := r.started_at;
-    v_ended timestamptz := clock_timestamp();
-    v_late bigint := greatest(r.late_ms, 0);
-    v_tb integer := timers._bucket(r.took_ms, timers._duration_buckets());
-    v_lb integer := timers._bucket(v_late, timers._lateness_buckets());
-    o record;
-BEGIN
-    o := timers._attempt_outcome(t, 1, v_ok, r.error, v_ended, NULL);
-    UPDATE timers.timers SET
-        last_due_at = greatest(last_due_at, p_due),
-        last_run_at = v_started,
-        last_late_ms = v_late,
-        max_late_ms = greatest(max_late_ms, v_late),
-        last_ok = v_ok,
-        last_error = o.last_error,
-        last_took_ms = r.took_ms,
-        last_rows = r.rows,
-        runs = runs + CASE WHEN o.final THEN 1 ELSE 0 END,
-        scheduled_runs = scheduled_runs + 1,
-        failures = failures + CASE WHEN o.final AND NOT v_ok THEN 1 ELSE 0 END,
-        fail_streak = o.streak,
-        retry_due_at = CASE WHEN NOT o.final THEN p_due END,
-        retry_attempt = CASE WHEN NOT o.final THEN 2 END,
-        retry_at = o.retry_at,
-        last_success_at = CASE WHEN v_ok THEN v_ended ELSE last_success_at END,
-        took_counts[v_tb] = took_counts[v_tb] + 1,
-        took_sum_ms = took_sum_ms + greatest(r.took_ms, 0),
-        late_counts[v_lb] = late_counts[v_lb] + 1,
-        late_sum_ms = late_sum_ms + v_late
-     WHERE id = t.id;
-    v_nil := timers._attempt_recorded(t, 'scheduled', p_due, 1, r, v_late, o.retry_at, o.given_up,
-                                     o.pause, o.streak, p_runner);
-    RETURN timers._attempt_result(t, 'scheduled', p_due, 1, r, v_late, '[]', o.retry_at,
-                                  o.given_up, o.pause);
 END
 $$;
 
@@ -1526,7 +1491,6 @@ REVOKE ALL ON FUNCTION
     timers._due_recorded(timers.timers,text,timestamp with time zone,timestamp with time zone,timestamp with time zone,timers.run_outcome,jsonb,text),
     timers._retry_recorded(timers.timers,timestamp with time zone,timers.run_outcome,text),
     timers._request_recorded(timers.run_requests,timers.timers,timestamp with time zone,timers.run_outcome,text),
-    timers._follow_recorded(timers.timers,timestamp with time zone,timers.run_outcome,text),
     timers._attempt_outcome(timers.timers,integer,boolean,text,timestamp with time zone,timestamp with time zone),
     timers._failed_outcome(timers.timers,integer,text,timestamp with time zone,text),
     timers._attempt_recorded(timers.timers,text,timestamp with time zone,integer,timers.run_outcome,bigint,timestamp with time zone,text,boolean,integer,text),
@@ -1560,7 +1524,6 @@ GRANT EXECUTE ON FUNCTION
     timers._due_recorded(timers.timers,text,timestamp with time zone,timestamp with time zone,timestamp with time zone,timers.run_outcome,jsonb,text),
     timers._retry_recorded(timers.timers,timestamp with time zone,timers.run_outcome,text),
     timers._request_recorded(timers.run_requests,timers.timers,timestamp with time zone,timers.run_outcome,text),
-    timers._follow_recorded(timers.timers,timestamp with time zone,timers.run_outcome,text),
     timers._attempt_outcome(timers.timers,integer,boolean,text,timestamp with time zone,timestamp with time zone),
     timers._failed_outcome(timers.timers,integer,text,timestamp with time zone,text),
     timers._attempt_recorded(timers.timers,text,timestamp with time zone,integer,timers.run_outcome,bigint,timestamp with time zone,text,boolean,integer,text),

@@ -6,7 +6,7 @@
 -- committed successfully for it, or at once as skipped when one failed or skipped it. A
 -- runner claims a ready row with its follower's row and runs it, marking the row done in
 -- the run's transaction: once per follower and due time. That claim, run and record are
--- the fire path's, in 10_fire.sql (timers._claim_follow, _run_follow, _follow_recorded).
+-- the fire path's, in 10_fire.sql (timers._claim_follow, _run_follow; _due_recorded records it).
 --
 -- Repeatable: applied whole on every install and upgrade, after the versioned
 -- migrations (docs/design.md). Each object here is defined in this file only.
