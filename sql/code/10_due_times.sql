@@ -405,6 +405,7 @@ $$;
 CREATE OR REPLACE FUNCTION timers._apply_gaps(p_reason text, p_runner text, p_since timestamptz)
     RETURNS jsonb
     LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     t timers.timers;
