@@ -299,7 +299,7 @@ PROCEDURE_CALLS = [
 SUPERUSER_CALLS = [
     ("unlock", "SELECT timers.unlock('locked0')"),
     ("_exec_as", "SELECT timers._exec_as('pgt_alice', 'SELECT 1')"),
-    ("_due", "SELECT * FROM timers._due(10)"),
+    ("_fire", "SELECT timers._fire('r', '{}', '{}', false, 600000)"),
     ("_next_wake", "SELECT * FROM timers._next_wake()"),
     ("_run_due", "SELECT timers._run_due(t.id, t.next_due_at, 'x') FROM timers.timers t"),
     ("_runner_start", "SELECT timers._runner_start('r', 'h', 1, 'v', 1)"),
