@@ -356,6 +356,26 @@ def test_superuser_and_runner_calls_never_use_objects_of_an_earlier_schema(
     assert _calls(evil_db) == []
 
 
+@pytest.mark.parametrize("path_id", list(PATHS))
+def test_a_whole_fire_as_the_superuser_never_uses_objects_of_an_earlier_schema(
+    evil_db: Database, path_id: str
+) -> None:
+    """A due timer claimed, run and recorded by timers._fire, as the runner's superuser with
+    evil first: the inner routines it calls set no search_path of their own and run under
+    _fire's (docs/design.md, Rules)."""
+    due_now = (
+        "UPDATE timers.timers SET next_due_at = pg_catalog.now()"
+        " WHERE name OPERATOR(pg_catalog.=) 't0';"
+        " SELECT timers._fire('r', '{}', '{}', false, 600000)"
+    )
+    hits = _call_with_path(evil_db, None, PATHS[path_id], due_now)
+    assert hits == [], "\n".join(hits)
+    assert _calls(evil_db) == []
+    with evil_db.connect() as su:
+        row = su.execute("SELECT runs, last_ok FROM timers.timers WHERE name = 't0'").fetchone()
+    assert row == (1, True)  # it ran: the battery is not vacuous
+
+
 def test_the_evil_objects_work(evil_db: Database) -> None:
     """The battery is not vacuous: the same objects are picked up by unqualified SQL."""
     warnings = _call_with_path(
