@@ -115,12 +115,11 @@ def test_every_routine_pins_its_search_path_or_needs_none() -> None:
         header = statement.split(" AS ", 1)[0]
         if "SET search_path = pg_catalog, pg_temp" in header or name in COMMITTING:
             continue
-        if _inner(name, header, entries):
+        entry = _entry(name, header, entries)
+        if not entry:
             continue  # called only by pgtimers' routines, under their path
         # an inlinable SQL helper: no name it uses can be looked up in a user's schema
-        assert "LANGUAGE sql" in header, (
-            f"{file}: {name} has no SET search_path: {_entry(name, header, entries)}"
-        )
+        assert "LANGUAGE sql" in header, f"{file}: {name} has no SET search_path: {entry}"
         body = without_strings(_body(statement))
         body = re.sub(r"OPERATOR\(pg_catalog\.[^)]+\)", " ", body)
         for call in re.findall(r"(?<![\w.:])(\w+)\(", body):
@@ -140,11 +139,6 @@ def _entry(name: str, header: str, entries: dict[str, str]) -> str:
     if name in AFTER_SQL:
         return "it runs right after a timer's SQL"
     return f"{entries[name]} calls it" if name in entries else ""
-
-
-def _inner(name: str, header: str, entries: dict[str, str]) -> bool:
-    """Whether only pgtimers' routines that pin search_path call this routine."""
-    return not _entry(name, header, entries)
 
 
 def test_the_settings_a_run_may_not_change_are_read_in_the_order_they_are_named() -> None:
