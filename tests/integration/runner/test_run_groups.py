@@ -112,8 +112,17 @@ def test_a_runner_killed_mid_run_frees_its_groups_slot(
     wait_until(lambda: status(conn, "next")["waiting_for_group"], what=first.log)
     first.kill()  # SIGKILL: its session ends (client_connection_check_interval), its slot frees
     second = start_runner()
+
     # long before hog's first run would have ended: both ran, one after the other
-    wait_until(lambda: status(conn, "next")["runs"] == 1, timeout=60, what=second.log)
+    def said() -> str:
+        """Both runners' logs and the database's sessions, for a wait that timed out."""
+        sessions = conn.execute(
+            "SELECT pid, application_name, state, wait_event, left(query, 60),"
+            " now() - xact_start FROM pg_stat_activity WHERE datname = current_database()"
+        ).fetchall()
+        return f"{second.log()}\nthe killed runner:\n{first.log()}\nsessions: {sessions}"
+
+    wait_until(lambda: status(conn, "next")["runs"] == 1, timeout=60, what=said)
     wait_until(lambda: status(conn, "hog")["runs"] == 1, timeout=60, what=second.log)
     assert status(conn, "next")["waiting_for_group"] is False
     assert second.stop() == 0
