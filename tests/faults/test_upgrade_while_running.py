@@ -65,6 +65,18 @@ def _trouble(log: str) -> list[str]:
     ]
 
 
+def _previous_release_defect(line: str) -> bool:
+    """The previous release's runner reads the null id of a claim that raised (its schema's
+    answer while the install holds claims back) with int() and loses that worker, which it
+    starts again: its own defect, which this release's schema (id 0) and runner (a null read
+    as 0) fix (f57e2fe). It shows on a loaded machine, with the code of either release."""
+    return (
+        "event=worker_failed" in line
+        and "error_type=TypeError" in line
+        and "not 'NoneType'" in line
+    )
+
+
 def test_install_while_previous_runners_fire_every_second(
     old_cluster: Cluster, release: Path, runners: Start, tmp_path: Path
 ) -> None:
@@ -124,5 +136,6 @@ def test_install_while_previous_runners_fire_every_second(
         )
     assert verdict.skipping <= {"skip0", "skip1"}  # catch_up = all runs every due time
     for proc in old:
-        assert _trouble(proc.log()) == [], proc.log()
+        trouble = [line for line in _trouble(proc.log()) if not _previous_release_defect(line)]
+        assert trouble == [], proc.log()
     assert "event=schema_outdated" not in new.log() and _trouble(new.log()) == [], new.log()
